@@ -1,0 +1,3 @@
+from pi_server.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Runtime messages: pi's buildSessionContext over a path of the tree."""

@@ -1,0 +1,1 @@
+"""Model wire formats: convertToLlm, Anthropic and OpenAI payloads, token estimates."""

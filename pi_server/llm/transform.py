@@ -1,0 +1,132 @@
+"""pi-ai's transformMessages: make a history replayable on a given model.
+
+Thinking from other models becomes text, tool call ids are normalized, errored
+and aborted assistant turns are dropped, and tool calls left without results
+get pi's synthetic "No result provided" error results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pi_server.jsutil import js_trim
+from pi_server.llm.models import ModelInfo
+
+NON_VISION_USER = "(image omitted: model does not support images)"
+NON_VISION_TOOL = "(tool image omitted: model does not support images)"
+
+
+def _placeholder_images(content: list, placeholder: str) -> list:
+    out = []
+    prev = False
+    for b in content:
+        if isinstance(b, dict) and b.get("type") == "image":
+            if not prev:
+                out.append({"type": "text", "text": placeholder})
+            prev = True
+            continue
+        out.append(b)
+        prev = isinstance(b, dict) and b.get("text") == placeholder
+    return out
+
+
+def transform_messages(
+    messages: list[dict[str, Any]],
+    model: ModelInfo,
+    normalize_id: Callable[[str], str] | None,
+) -> list[tuple[dict[str, Any], int]]:
+    """Returns (message, index of the source message or -1 for synthetic ones)."""
+    id_map: dict[str, str] = {}
+    staged: list[dict[str, Any]] = []
+    for m in messages:
+        role = m.get("role")
+        if not model.images:
+            if role == "user" and isinstance(m.get("content"), list):
+                m = {**m, "content": _placeholder_images(m["content"], NON_VISION_USER)}
+            elif role == "toolResult" and isinstance(m.get("content"), list):
+                m = {**m, "content": _placeholder_images(m["content"], NON_VISION_TOOL)}
+        if role == "toolResult":
+            new = id_map.get(m.get("toolCallId"))  # type: ignore[arg-type]
+            if new and new != m.get("toolCallId"):
+                m = {**m, "toolCallId": new}
+            staged.append(m)
+        elif role == "assistant":
+            same = m.get("provider") == model.provider and m.get("api") == model.api and m.get("model") == model.id
+            content = []
+            for b in m.get("content") or []:
+                t = b.get("type") if isinstance(b, dict) else None
+                if t == "thinking":
+                    if b.get("redacted"):
+                        if same:
+                            content.append(b)
+                        continue
+                    if same and b.get("thinkingSignature"):
+                        content.append(b)
+                        continue
+                    th = b.get("thinking")
+                    if not th or js_trim(th) == "":
+                        continue
+                    content.append(b if same else {"type": "text", "text": th})
+                elif t == "text":
+                    content.append(b if same else {"type": "text", "text": b.get("text")})
+                elif t == "toolCall":
+                    tc = b
+                    if not same and "thoughtSignature" in tc and tc.get("thoughtSignature"):
+                        tc = {k: v for k, v in tc.items() if k != "thoughtSignature"}
+                    if not same and normalize_id is not None:
+                        nid = normalize_id(tc.get("id"))
+                        if nid != tc.get("id"):
+                            id_map[tc.get("id")] = nid
+                            tc = {**tc, "id": nid}
+                    content.append(tc)
+                else:
+                    content.append(b)
+            staged.append({**m, "content": content})
+        else:
+            staged.append(m)
+
+    out: list[tuple[dict[str, Any], int]] = []
+    pending: list[dict[str, Any]] = []
+    seen: set[Any] = set()
+
+    def flush() -> None:
+        nonlocal pending, seen
+        for tc in pending:
+            if tc.get("id") not in seen:
+                out.append(
+                    (
+                        {
+                            "role": "toolResult",
+                            "toolCallId": tc.get("id"),
+                            "toolName": tc.get("name"),
+                            "content": [{"type": "text", "text": "No result provided"}],
+                            "isError": True,
+                        },
+                        -1,
+                    )
+                )
+        pending = []
+        seen = set()
+
+    for i, m in enumerate(staged):
+        role = m.get("role")
+        if role == "assistant":
+            flush()
+            if m.get("stopReason") in ("error", "aborted"):
+                continue
+            calls = [b for b in m["content"] if isinstance(b, dict) and b.get("type") == "toolCall"]
+            if calls:
+                pending = calls
+                seen = set()
+            out.append((m, i))
+        elif role == "toolResult":
+            seen.add(m.get("toolCallId"))
+            out.append((m, i))
+        elif role == "user":
+            flush()
+            out.append((m, i))
+        else:
+            out.append((m, i))
+    flush()
+    return out

@@ -1,0 +1,1 @@
+"""Persistence: session files, their per-file indexes, and session discovery."""

@@ -1,0 +1,496 @@
+"""The per-file index: what navigation needs of every entry, nothing more.
+
+Entries are held as parallel arrays (ids, parents, types, byte offsets, ...) so
+a 100,000-entry session costs a few megabytes; a full entry is read lazily from
+its byte offset. Re-reading a file that grew indexes only the appended bytes; a
+file that shrank or whose header changed is re-indexed from scratch.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import orjson
+
+from pi_server.store.lines import iter_lines
+from pi_server.tree import titles
+
+CURRENT_VERSION = 3
+
+# flag bits
+F_ASSISTANT_TEXT = 1  # assistant message with non-blank text
+F_ERRORISH = 2  # assistant stopReason set and not stop/toolUse
+F_HAS_CONTENT = 4  # message has a "content" key (pi's isMessageWithContent)
+
+
+class NotASession(Exception):
+    """The file does not start with a pi session header."""
+
+
+@dataclass(slots=True)
+class Diagnostic:
+    line: int  # 0-based physical line
+    offset: int
+    length: int
+    severity: str  # "error" | "warning" | "info"
+    code: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "offset": self.offset,
+            "length": self.length,
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+        }
+
+
+class _Block(msgspec.Struct):
+    type: Any = None
+    text: Any = None
+    id: Any = None
+    name: Any = None
+    arguments: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _Msg(msgspec.Struct):
+    role: Any = None
+    content: msgspec.Raw = msgspec.Raw(b"")
+    stopReason: Any = None  # noqa: N815 - pi's field name
+    errorMessage: Any = None  # noqa: N815
+    timestamp: Any = None
+
+
+class _Nav(msgspec.Struct):
+    type: Any = None
+    id: Any = None
+    parentId: Any = None  # noqa: N815
+    timestamp: Any = None
+    message: _Msg | None = None
+    targetId: Any = None  # noqa: N815
+    label: Any = None
+    name: Any = None
+    version: Any = None
+
+
+_nav_decoder = msgspec.json.Decoder(_Nav)
+_blocks_decoder = msgspec.json.Decoder(list[_Block] | str | None)
+_intern: dict[Any, Any] = {}
+
+
+def _canon(s: Any) -> Any:
+    """Share one object per type/role/stopReason string across all entries."""
+    if not isinstance(s, str):
+        return s if s is None else None
+    return _intern.setdefault(s, s)
+
+
+def _loads(raw: bytes) -> Any:
+    """Parse one line as pi's JSON.parse of a UTF-8-decoded file would."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        # pi reads files as UTF-8 with replacement characters, then parses.
+        return orjson.loads(raw.decode("utf-8", "replace").encode("utf-8"))
+
+
+@dataclass(slots=True)
+class Header:
+    id: str
+    version: int
+    timestamp: Any
+    cwd: str
+    parent_session: str | None
+    raw: dict[str, Any]
+
+
+@dataclass
+class SessionIndex:
+    """Index of one session file. Call `refresh()` to (re)read it."""
+
+    path: str
+    header: Header | None = None
+    ids: list[str] = field(default_factory=list)
+    parents: list[str | None] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    roles: list[str | None] = field(default_factory=list)
+    stop_reasons: list[str | None] = field(default_factory=list)
+    timestamps: list[Any] = field(default_factory=list)
+    flags: bytearray = field(default_factory=bytearray)
+    offsets: array = field(default_factory=lambda: array("q"))
+    lengths: array = field(default_factory=lambda: array("l"))
+    lines: array = field(default_factory=lambda: array("l"))  # physical line number
+    by_id: dict[str, int] = field(default_factory=dict)
+    labels: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    tool_titles: dict[str, str] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # session listing facts, kept as entries arrive
+    message_count: int = 0
+    first_message: str = ""
+    last_activity_ms: float | None = None
+    name: str | None = None
+    # read position
+    size: int = 0  # bytes consumed (complete lines only)
+    generation: int = 0  # bumped on every change, keys caches
+    _line_no: int = 0
+    _ordinal: int = 0  # parsed lines so far, header = 0 (v1 ids and indexes)
+    _header_bytes: bytes = b""
+    _pending: bool = False
+    _v1_by_ordinal: dict[int, int] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ reading
+
+    @classmethod
+    def open(cls, path: str) -> SessionIndex:
+        idx = cls(os.path.abspath(path))
+        idx.refresh()
+        return idx
+
+    @property
+    def version(self) -> int:
+        return self.header.version if self.header else CURRENT_VERSION
+
+    @property
+    def partial_tail(self) -> bool:
+        """The file ends in a line without its newline (still being written)."""
+        return self._pending
+
+    def refresh(self) -> tuple[list[str], bool]:
+        """Read what changed on disk. Returns (appended ids, reset)."""
+        with open(self.path, "rb") as f:
+            st = os.fstat(f.fileno())
+            reset = False
+            if self.header is not None:
+                head = os.pread(f.fileno(), len(self._header_bytes), 0)
+                if st.st_size < self.size or head != self._header_bytes:
+                    self._clear()
+                    reset = True
+            if st.st_size == self.size:
+                return [], reset
+            f.seek(self.size)
+            buf = f.read(st.st_size - self.size)
+        before = len(self.ids)
+        self._consume(buf, self.size)
+        self.generation += 1
+        return self.ids[before:], reset
+
+    def _clear(self) -> None:
+        fresh = SessionIndex(self.path)
+        gen = self.generation
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(fresh, name))
+        self.generation = gen + 1
+
+    def _consume(self, buf: bytes, base: int) -> None:
+        end = 0
+        for off, length in iter_lines(buf, base):
+            rel = off - base
+            raw = buf[rel : rel + length]
+            self._line(raw, off, length)
+            self._line_no += 1
+            end = rel + length + 1
+        self.size = base + end
+        self._pending = end < len(buf) and bool(buf[end:].strip())
+
+    def _line(self, raw: bytes, off: int, length: int) -> None:
+        orig = raw
+        if self.header is None and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # JS's trim() drops a leading BOM before pi parses
+        stripped = raw.strip()
+        if not stripped:
+            return
+        try:
+            nav = _nav_decoder.decode(stripped)
+            msg_blocks: Any = _UNSET
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+            try:
+                obj = _loads(stripped)
+            except orjson.JSONDecodeError as e:
+                self._diag(off, length, "error", "malformed-line", f"not valid JSON: {e}")
+                return
+            if not isinstance(obj, dict):
+                self._diag(off, length, "error", "not-an-object", "line is JSON but not an object")
+                self._ordinal += 1
+                return
+            nav, msg_blocks = _nav_from_dict(obj)
+
+        if self.header is None:
+            self._take_header(nav, stripped, orig)
+            return
+        self._ordinal += 1
+        if nav.type == "session":
+            return  # pi ignores further header lines
+        self._entry(nav, msg_blocks, off, length)
+
+    def _take_header(self, nav: _Nav, stripped: bytes, raw: bytes) -> None:
+        if nav.type != "session" or not isinstance(nav.id, str):
+            raise NotASession(f"{self.path}: first line is not a pi session header")
+        obj = _loads(stripped)
+        version = obj.get("version")
+        self.header = Header(
+            id=nav.id,
+            version=version if isinstance(version, int) and not isinstance(version, bool) else 1,
+            timestamp=obj.get("timestamp"),
+            cwd=obj["cwd"] if isinstance(obj.get("cwd"), str) else "",
+            parent_session=obj.get("parentSession") if isinstance(obj.get("parentSession"), str) else None,
+            raw=obj,
+        )
+        self._header_bytes = raw + b"\n"
+        self._ordinal = 1
+
+    def _entry(self, nav: _Nav, msg_blocks: Any, off: int, length: int) -> None:
+        pos = len(self.ids)
+        v1 = self.version < 2
+        if v1:
+            eid = synth_id(self._ordinal - 1)
+            parent = self.ids[pos - 1] if pos else None
+            self._v1_by_ordinal[self._ordinal - 1] = pos
+        else:
+            eid = nav.id if isinstance(nav.id, str) else None
+            if eid is None:
+                # pi keys such entries by `undefined`; keep them addressable and report.
+                eid = f"line-{self._line_no + 1}"
+                self._diag(off, length, "warning", "missing-id", "entry has no id")
+            parent = nav.parentId if isinstance(nav.parentId, str) else None
+            if parent is not None:
+                known = self.by_id.get(parent)
+                if known is not None:
+                    parent = self.ids[known]  # share the string object
+        etype = _canon(nav.type) if isinstance(nav.type, str) else _canon("")
+        msg = nav.message
+        role = stop = None
+        flags = 0
+        if etype == "message" and msg is not None:
+            role = _canon(msg.role) if isinstance(msg.role, str) else None
+            if role == "hookMessage" and self.version < 3:
+                role = _canon("custom")
+            stop = _canon(msg.stopReason) if isinstance(msg.stopReason, str) else None
+            has_content = bytes(msg.content) != b""
+            if has_content:
+                flags |= F_HAS_CONTENT
+            if role in ("assistant", "user"):
+                blocks = _decode_blocks(msg) if msg_blocks is _UNSET else msg_blocks
+                if role == "assistant":
+                    if titles.has_text(blocks):
+                        flags |= F_ASSISTANT_TEXT
+                    if isinstance(blocks, list):
+                        for b in blocks:
+                            if b.type == "toolCall" and isinstance(b.id, str):
+                                self.tool_titles[b.id] = titles.tool_call_title(b.name, _raw_args(b.arguments))
+                self._listing_facts(role, blocks, has_content, msg.timestamp, nav.timestamp)
+            if stop and stop not in ("stop", "toolUse"):
+                flags |= F_ERRORISH
+            self.message_count += 1
+        elif etype == "message":
+            self.message_count += 1
+        elif etype == "label":
+            target = nav.targetId
+            if isinstance(target, str):
+                if isinstance(nav.label, str) and nav.label:
+                    self.labels.pop(target, None)
+                    self.labels[target] = (nav.label, nav.timestamp)
+                else:
+                    self.labels.pop(target, None)
+        elif etype == "session_info":
+            n = nav.name
+            self.name = (n.strip() or None) if isinstance(n, str) else None
+
+        if eid in self.by_id:
+            self._diag(off, length, "warning", "duplicate-id", f"duplicate id {eid}; the later entry wins")
+        self.by_id[eid] = pos
+        self.ids.append(eid)
+        self.parents.append(parent)
+        self.types.append(etype)
+        self.roles.append(role)
+        self.stop_reasons.append(stop)
+        self.timestamps.append(nav.timestamp)
+        self.flags.append(flags)
+        self.offsets.append(off)
+        self.lengths.append(length)
+        self.lines.append(self._line_no)
+
+    def _listing_facts(self, role: str, blocks: Any, has_content: bool, msg_ts: Any, entry_ts: Any) -> None:
+        if not has_content:
+            return
+        if isinstance(msg_ts, (int, float)) and not isinstance(msg_ts, bool):
+            t: float | None = float(msg_ts)
+        else:
+            from pi_server.jsutil import js_date_ms
+
+            ms = js_date_ms(entry_ts) if isinstance(entry_ts, str) else float("nan")
+            t = None if ms != ms else ms
+        if t is not None:
+            self.last_activity_ms = t if self.last_activity_ms is None else max(self.last_activity_ms, t)
+        if role == "user" and not self.first_message:
+            text = titles.join_text(blocks, " ")
+            if text:
+                self.first_message = text
+
+    def _diag(self, off: int, length: int, severity: str, code: str, message: str) -> None:
+        self.diagnostics.append(Diagnostic(self._line_no, off, length, severity, code, message))
+
+    # ------------------------------------------------------------------ lookup
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def pos(self, entry_id: str) -> int | None:
+        return self.by_id.get(entry_id)
+
+    @property
+    def last_id(self) -> str | None:
+        return self.ids[-1] if self.ids else None
+
+    def label_of(self, entry_id: str) -> str | None:
+        v = self.labels.get(entry_id)
+        return v[0] if v else None
+
+    def read_entries(self, positions: list[int]) -> list[dict[str, Any]]:
+        """Full entries at the given positions, as pi holds them after loading."""
+        if not positions:
+            return []
+        out: list[dict[str, Any]] = []
+        with open(self.path, "rb") as f:
+            fd = f.fileno()
+            order = sorted(range(len(positions)), key=positions.__getitem__)
+            got: dict[int, dict[str, Any]] = {}
+            # Read contiguous runs of lines in one call each.
+            i = 0
+            while i < len(order):
+                j = i
+                start = self.offsets[positions[order[i]]]
+                end = start + self.lengths[positions[order[i]]]
+                while j + 1 < len(order):
+                    p = positions[order[j + 1]]
+                    if self.offsets[p] - end > 65536:
+                        break
+                    end = max(end, self.offsets[p] + self.lengths[p])
+                    j += 1
+                chunk = os.pread(fd, end - start, start)
+                for k in range(i, j + 1):
+                    p = positions[order[k]]
+                    o = self.offsets[p] - start
+                    got[order[k]] = self._materialize(p, chunk[o : o + self.lengths[p]])
+                i = j + 1
+            out = [got[k] for k in range(len(positions))]
+        return out
+
+    def read_entry(self, pos: int) -> dict[str, Any]:
+        return self.read_entries([pos])[0]
+
+    def _materialize(self, pos: int, raw: bytes) -> dict[str, Any]:
+        try:
+            obj = _loads(raw.strip())
+        except orjson.JSONDecodeError:
+            obj = {}
+        if not isinstance(obj, dict):
+            obj = {}
+        return self._migrated(pos, obj)
+
+    def _migrated(self, pos: int, obj: dict[str, Any]) -> dict[str, Any]:
+        """Apply pi's v1→v2→v3 migration to one entry, in memory only."""
+        v = self.version
+        if v >= CURRENT_VERSION:
+            return obj
+        if v < 2:
+            # pi's migration puts id/parentId after the existing keys.
+            obj["id"] = self.ids[pos]
+            obj["parentId"] = self.parents[pos]
+            if obj.get("type") == "compaction" and isinstance(obj.get("firstKeptEntryIndex"), (int, float)):
+                k = obj.pop("firstKeptEntryIndex")
+                target = self._v1_by_ordinal.get(int(k)) if float(k).is_integer() else None
+                if target is not None:
+                    obj["firstKeptEntryId"] = self.ids[target]
+            elif obj.get("type") == "compaction" and "firstKeptEntryIndex" in obj:
+                obj.pop("firstKeptEntryIndex")
+        msg = obj.get("message")
+        if obj.get("type") == "message" and isinstance(msg, dict) and msg.get("role") == "hookMessage":
+            msg["role"] = "custom"
+        return obj
+
+
+_UNSET: Any = object()
+
+
+def synth_id(ordinal: int) -> str:
+    """A v1 entry's id: stable across runs, derived from its position."""
+    return f"{ordinal:08x}"
+
+
+def _decode_blocks(msg: _Msg) -> Any:
+    raw = bytes(msg.content)
+    if not raw:
+        return None
+    try:
+        return _blocks_decoder.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        try:
+            return _blocks_from_obj(orjson.loads(raw))
+        except orjson.JSONDecodeError:
+            return None
+
+
+def _raw_args(raw: msgspec.Raw) -> Any:
+    b = bytes(raw)
+    if not b or b == b"null":
+        return None
+    try:
+        return orjson.loads(b)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _blocks_from_obj(content: Any) -> Any:
+    if isinstance(content, str) or content is None:
+        return content
+    if not isinstance(content, list):
+        return None
+    out = []
+    for c in content:
+        if isinstance(c, dict):
+            args = c.get("arguments")
+            out.append(
+                _Block(
+                    type=c.get("type"),
+                    text=c.get("text"),
+                    id=c.get("id"),
+                    name=c.get("name"),
+                    arguments=msgspec.Raw(orjson.dumps(args)) if "arguments" in c else msgspec.Raw(b"null"),
+                )
+            )
+    return out
+
+
+def _nav_from_dict(obj: dict[str, Any]) -> tuple[_Nav, Any]:
+    m = obj.get("message")
+    msg = None
+    blocks: Any = _UNSET
+    if isinstance(m, dict):
+        msg = _Msg(
+            role=m.get("role"),
+            content=msgspec.Raw(orjson.dumps(m["content"])) if "content" in m else msgspec.Raw(b""),
+            stopReason=m.get("stopReason"),
+            errorMessage=m.get("errorMessage"),
+            timestamp=m.get("timestamp"),
+        )
+        blocks = _blocks_from_obj(m.get("content")) if "content" in m else _UNSET
+    return (
+        _Nav(
+            type=obj.get("type"),
+            id=obj.get("id"),
+            parentId=obj.get("parentId"),
+            timestamp=obj.get("timestamp"),
+            message=msg,
+            targetId=obj.get("targetId"),
+            label=obj.get("label"),
+            name=obj.get("name"),
+            version=obj.get("version"),
+        ),
+        blocks,
+    )

@@ -1,0 +1,307 @@
+"""pi's /tree rows: the same rows, order, indent, connectors and gutters as its
+tree selector, for each filter, search and set of folded entries.
+
+Layout is computed over the whole visible tree once per (index generation, leaf,
+filter, search, folded) and cached, so paging through a 100,000-entry tree
+reads only the lines of the rows in the window.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from pi_server.jsutil import js_split_ws
+from pi_server.store.index import F_ASSISTANT_TEXT, F_ERRORISH, SessionIndex
+from pi_server.tree import titles
+from pi_server.tree.paths import Tree, build_tree
+
+FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
+_SETTINGS = frozenset(("label", "custom", "model_change", "thinking_level_change", "session_info"))
+
+
+@dataclass(slots=True)
+class Layout:
+    rows: list[int]  # positions, in display order
+    indent: list[int]  # display indent per row
+    connector: list[str]
+    gutters: list[tuple[tuple[int, bool], ...]]
+    children: dict[int, list[int]]  # visible children per position (-1: roots)
+    vparent: dict[int, int]  # visible parent per position (-1: root)
+    multiple_roots: bool
+
+
+class Outline:
+    """Caches the tree, flattening and layouts of one index."""
+
+    def __init__(self, idx: SessionIndex) -> None:
+        self.idx = idx
+        self._gen = -1
+        self._tree: Tree | None = None
+        self._flat: OrderedDict[Any, tuple[list[int], set[int]]] = OrderedDict()
+        self._layouts: OrderedDict[Any, Layout] = OrderedDict()
+        self._search: list[str] | None = None
+
+    def _check(self) -> None:
+        if self._gen != self.idx.generation:
+            self._gen = self.idx.generation
+            self._tree = None
+            self._flat.clear()
+            self._layouts.clear()
+            self._search = None
+
+    @property
+    def tree(self) -> Tree:
+        self._check()
+        if self._tree is None:
+            self._tree = build_tree(self.idx)
+        return self._tree
+
+    def active_path(self, leaf: int | None) -> set[int]:
+        """Entries from a root down to the leaf (empty if the leaf is not in the tree)."""
+        tree = self.tree
+        out: set[int] = set()
+        cur = leaf if leaf is not None else -1
+        while cur != -1:
+            if cur in out:
+                return set()
+            out.add(cur)
+            cur = tree.parent[cur]
+        return out
+
+    def flat(self, leaf: int | None) -> tuple[list[int], set[int]]:
+        """Pre-order of the whole tree, the branch holding the leaf first."""
+        tree = self.tree
+        hit = self._flat.get(leaf)
+        if hit is not None:
+            return hit
+        active = self.active_path(leaf)
+        roots = sorted(tree.roots, key=lambda p: p not in active)  # stable: active root first
+        order: list[int] = []
+        stack = list(reversed(roots))
+        children = tree.children
+        while stack:
+            pos = stack.pop()
+            order.append(pos)
+            kids = children.get(pos)
+            if kids:
+                if len(kids) > 1 and active:
+                    first = [k for k in kids if k in active]
+                    if first:
+                        kids = first + [k for k in kids if k not in active]
+                stack.extend(reversed(kids))
+        result = (order, active)
+        self._flat[leaf] = result
+        if len(self._flat) > 8:
+            self._flat.popitem(last=False)
+        return result
+
+    def search_texts(self) -> list[str]:
+        self._check()
+        if self._search is None:
+            idx = self.idx
+            entries = idx.read_entries(list(range(len(idx))))
+            self._search = [titles.search_text(e, idx.label_of(idx.ids[p])).lower() for p, e in enumerate(entries)]
+        return self._search
+
+    def layout(self, leaf: int | None, filt: str, search: str, folded: frozenset[str]) -> Layout:
+        key = (leaf, filt, search, folded)
+        hit = self._layouts.get(key)
+        if hit is not None and self._gen == self.idx.generation:
+            self._layouts.move_to_end(key)
+            return hit
+        order, _active = self.flat(leaf)
+        visible = self._visible(order, leaf, filt, search, folded)
+        lay = _compute_layout(self.tree, order, visible)
+        self._layouts[key] = lay
+        if len(self._layouts) > 16:
+            self._layouts.popitem(last=False)
+        return lay
+
+    def _visible(self, order: list[int], leaf: int | None, filt: str, search: str, folded: frozenset[str]) -> list[int]:
+        idx = self.idx
+        types, roles, flags, ids = idx.types, idx.roles, idx.flags, idx.ids
+        labels = idx.labels
+        tokens = js_split_ws(search.lower()) if search else []
+        texts = self.search_texts() if tokens else None
+        out: list[int] = []
+        for pos in order:
+            t = types[pos]
+            role = roles[pos]
+            if t == "message" and role == "assistant" and pos != leaf:
+                if not flags[pos] & (F_ASSISTANT_TEXT | F_ERRORISH):
+                    continue
+            if filt == "user-only":
+                ok = t == "message" and role == "user"
+            elif filt == "no-tools":
+                ok = t not in _SETTINGS and not (t == "message" and role == "toolResult")
+            elif filt == "labeled-only":
+                ok = ids[pos] in labels
+            elif filt == "all":
+                ok = True
+            else:
+                ok = t not in _SETTINGS
+            if not ok:
+                continue
+            if texts is not None:
+                text = texts[pos]
+                if not all(tok in text for tok in tokens):
+                    continue
+            out.append(pos)
+        if folded:
+            skip: set[str] = set()
+            parents = idx.parents
+            for pos in order:
+                p = parents[pos]
+                if p is not None and (p in folded or p in skip):
+                    skip.add(ids[pos])
+            if skip:
+                out = [pos for pos in out if ids[pos] not in skip]
+        return out
+
+
+def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
+    vis = set(visible)
+    # nearest visible ancestor, in one pre-order pass (parents come first)
+    nva: dict[int, int] = {}
+    parent = tree.parent
+    for pos in order:
+        p = parent[pos]
+        if p == -1:
+            nva[pos] = -1
+        else:
+            nva[pos] = p if p in vis else nva.get(p, -1)
+    children: dict[int, list[int]] = {-1: []}
+    for pos in visible:
+        a = nva[pos]
+        lst = children.get(a)
+        if lst is None:
+            children[a] = [pos]
+        else:
+            lst.append(pos)
+    vroots = children[-1]
+    multiple = len(vroots) > 1
+    indent: dict[int, int] = {}
+    connector: dict[int, str] = {}
+    gutters: dict[int, tuple[tuple[int, bool], ...]] = {}
+    stack: list[tuple[int, int, bool, bool, bool, tuple[tuple[int, bool], ...], bool]] = []
+    for i in range(len(vroots) - 1, -1, -1):
+        stack.append((vroots[i], 1 if multiple else 0, multiple, multiple, i == len(vroots) - 1, (), multiple))
+    while stack:
+        pos, ind, just_branched, show_conn, is_last, gut, virtual_child = stack.pop()
+        display = max(0, ind - 1) if multiple else ind
+        shown = show_conn and not virtual_child
+        indent[pos] = display
+        connector[pos] = ("└─" if is_last else "├─") if shown else ""
+        gutters[pos] = gut
+        kids = children.get(pos, ())
+        many = len(kids) > 1
+        if many or (just_branched and ind > 0):
+            child_ind = ind + 1
+        else:
+            child_ind = ind
+        child_gut = gut + ((max(0, display - 1), not is_last),) if shown else gut
+        for i in range(len(kids) - 1, -1, -1):
+            stack.append((kids[i], child_ind, many, many, i == len(kids) - 1, child_gut, False))
+    return Layout(
+        rows=visible,
+        indent=[indent[p] for p in visible],
+        connector=[connector[p] for p in visible],
+        gutters=[gutters[p] for p in visible],
+        children=children,
+        vparent={p: nva[p] for p in visible},
+        multiple_roots=multiple,
+    )
+
+
+def is_foldable(lay: Layout, pos: int) -> bool:
+    """pi: has visible children and is a root or the start of a branch segment."""
+    if not lay.children.get(pos):
+        return False
+    vp = lay.vparent.get(pos, -1)
+    if vp == -1:
+        return True
+    return len(lay.children.get(vp, ())) > 1
+
+
+def get_tree(
+    outline: Outline,
+    leaf_id: str | None,
+    filt: str = "default",
+    search: str = "",
+    folded: list[str] | tuple[str, ...] = (),
+    offset: int = 0,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """The `pi/getTree` result for a window of rows."""
+    idx = outline.idx
+    leaf = idx.by_id.get(leaf_id) if leaf_id is not None else None
+    fset = frozenset(folded)
+    lay = outline.layout(leaf, filt, search or "", fset)
+    total = len(lay.rows)
+    offset = max(0, min(offset, total))
+    end = total if limit is None else min(total, offset + max(0, limit))
+    window = list(range(offset, end))
+    positions = [lay.rows[r] for r in window]
+    entries = idx.read_entries(positions)
+    _, active = outline.flat(leaf)
+    rows = []
+    for r, pos, entry in zip(window, positions, entries, strict=True):
+        eid = idx.ids[pos]
+        foldable = is_foldable(lay, pos)
+        row: dict[str, Any] = {
+            "id": eid,
+            "parentId": idx.parents[pos],
+            "type": idx.types[pos],
+            "title": titles.display_title(entry, idx.tool_titles),
+            "indent": lay.indent[r],
+            "connector": lay.connector[r],
+            "gutters": [{"position": p, "show": s} for p, s in lay.gutters[r]],
+            "onActivePath": pos in active,
+            "isLeaf": pos == leaf,
+            "foldable": foldable,
+            "folded": eid in fset,
+            "childCount": len(lay.children.get(pos, ())),
+            "timestamp": idx.timestamps[pos],
+        }
+        if idx.roles[pos] is not None:
+            row["role"] = idx.roles[pos]
+        label = idx.label_of(eid)
+        if label is not None:
+            row["label"] = label
+        rows.append(row)
+    return {"leafId": leaf_id, "total": total, "offset": offset, "rows": rows}
+
+
+def render_text(result: dict[str, Any]) -> list[str]:
+    """Rows drawn as pi's /tree draws them (no colours, no cursor)."""
+    lines = []
+    for row in result["rows"]:
+        fold_root = "⊞ " if row["folded"] and not row["connector"] else ""
+        mark = "• " if row["onActivePath"] else ""
+        label = f"[{row['label']}] " if "label" in row else ""
+        lines.append(row_prefix(row) + fold_root + mark + label + row["title"])
+    return lines
+
+
+def row_prefix(row: dict[str, Any]) -> str:
+    """The gutter and connector characters pi draws before a row, fold marks included."""
+    display = row["indent"]
+    conn = row["connector"]
+    gut = {g["position"]: g["show"] for g in row["gutters"]}
+    chars = []
+    for i in range(display * 3):
+        level, at = divmod(i, 3)
+        if level in gut:
+            chars.append(("│" if gut[level] else " ") if at == 0 else " ")
+        elif conn and level == display - 1:
+            if at == 0:
+                chars.append(conn[0])
+            elif at == 1:
+                chars.append("⊞" if row["folded"] else "⊟" if row["foldable"] else "─")
+            else:
+                chars.append(" ")
+        else:
+            chars.append(" ")
+    return "".join(chars)

@@ -1,0 +1,158 @@
+"""Tree structure over an index: roots, children oldest first, paths, ancestors.
+
+Everything is iterative and cycle-safe: a `parentId` cycle or a missing parent
+ends a walk, never loops. Positions (ints into the index arrays) stand for
+entries; ids are looked up only at the edges.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cmp_to_key
+
+from pi_server.jsutil import js_date_ms
+from pi_server.store.index import Diagnostic, SessionIndex
+
+
+@dataclass
+class Tree:
+    roots: list[int]
+    children: dict[int, list[int]]
+    parent: list[int]  # parent position, -1 for a root (orphans included)
+    unreachable: list[int] = field(default_factory=list)  # entries caught in parentId cycles
+
+
+def _ts_cmp(a: float, b: float) -> int:
+    # JS sort treats a NaN comparison as "equal"
+    d = a - b
+    if d != d:
+        return 0
+    return -1 if d < 0 else (1 if d > 0 else 0)
+
+
+def build_tree(idx: SessionIndex) -> Tree:
+    """pi's getTree: orphans become roots, children sorted by timestamp (stable)."""
+    n = len(idx.ids)
+    ids, parents, by_id = idx.ids, idx.parents, idx.by_id
+    parent = [-1] * n
+    children: dict[int, list[int]] = {}
+    roots: list[int] = []
+    for pos in range(n):
+        eid = ids[pos]
+        if by_id[eid] != pos:
+            continue  # an earlier duplicate: the later entry holds the id
+        p = parents[pos]
+        if p is None or p == eid:
+            roots.append(pos)
+            continue
+        ppos = by_id.get(p)
+        if ppos is None:
+            roots.append(pos)
+            continue
+        parent[pos] = ppos
+        kids = children.get(ppos)
+        if kids is None:
+            children[ppos] = [pos]
+        else:
+            kids.append(pos)
+    stamps = idx.timestamps
+    for kids in children.values():
+        if len(kids) > 1:
+            keys = {k: js_date_ms(stamps[k]) for k in kids}
+            if any(math.isnan(v) for v in keys.values()):
+                kids.sort(key=cmp_to_key(lambda a, b: _ts_cmp(keys[a], keys[b])))
+            else:
+                kids.sort(key=keys.__getitem__)
+    tree = Tree(roots, children, parent)
+    reached = _count_reachable(tree)
+    unique = sum(1 for pos in range(n) if by_id[ids[pos]] == pos)
+    if reached < unique:
+        seen = _reachable_set(tree)
+        tree.unreachable = [pos for pos in range(n) if by_id[ids[pos]] == pos and pos not in seen]
+    return tree
+
+
+def _count_reachable(tree: Tree) -> int:
+    count = 0
+    stack = list(tree.roots)
+    while stack:
+        pos = stack.pop()
+        count += 1
+        stack.extend(tree.children.get(pos, ()))
+    return count
+
+
+def _reachable_set(tree: Tree) -> set[int]:
+    seen: set[int] = set()
+    stack = list(tree.roots)
+    while stack:
+        pos = stack.pop()
+        seen.add(pos)
+        stack.extend(tree.children.get(pos, ()))
+    return seen
+
+
+def path_to(idx: SessionIndex, leaf: int) -> list[int]:
+    """Positions root→leaf following parentId; stops at a missing parent or a cycle."""
+    out: list[int] = []
+    seen: set[int] = set()
+    cur: int | None = leaf
+    ids, parents, by_id = idx.ids, idx.parents, idx.by_id
+    while cur is not None and cur not in seen:
+        seen.add(cur)
+        out.append(cur)
+        p = parents[cur]
+        cur = by_id.get(p) if p else None
+    out.reverse()
+    return out
+
+
+def path_is_cyclic(idx: SessionIndex, leaf: int) -> bool:
+    seen: set[int] = set()
+    cur: int | None = leaf
+    while cur is not None:
+        if cur in seen:
+            return True
+        seen.add(cur)
+        p = idx.parents[cur]
+        cur = idx.by_id.get(p) if p else None
+    return False
+
+
+def common_ancestor(idx: SessionIndex, a: int | None, b: int | None) -> int | None:
+    """Deepest entry on both paths (None when they share no entry)."""
+    if a is None or b is None:
+        return None
+    on_a = set(path_to(idx, a))
+    for pos in reversed(path_to(idx, b)):
+        if pos in on_a:
+            return pos
+    return None
+
+
+def tree_diagnostics(idx: SessionIndex, tree: Tree) -> list[Diagnostic]:
+    """Structural problems pi would not report: orphans, cycles, dangling references."""
+    out: list[Diagnostic] = []
+
+    def diag(pos: int, sev: str, code: str, msg: str) -> None:
+        out.append(Diagnostic(idx.lines[pos], idx.offsets[pos], idx.lengths[pos], sev, code, msg))
+
+    for pos in tree.roots:
+        p = idx.parents[pos]
+        if p is not None and p != idx.ids[pos]:
+            diag(pos, "warning", "orphan", f"parent {p} does not exist; shown as a root")
+    for pos in tree.unreachable:
+        diag(pos, "error", "cycle", "entry is part of a parentId cycle; it is not reachable from any root")
+    for pos, t in enumerate(idx.types):
+        if t == "label":
+            entry = idx.read_entry(pos)
+            target = entry.get("targetId")
+            if isinstance(target, str) and target not in idx.by_id:
+                diag(pos, "warning", "dangling-label", f"label target {target} does not exist")
+        elif t == "compaction":
+            entry = idx.read_entry(pos)
+            kept = entry.get("firstKeptEntryId")
+            if isinstance(kept, str) and kept not in idx.by_id:
+                diag(pos, "warning", "dangling-first-kept", f"firstKeptEntryId {kept} does not exist")
+    return out

@@ -1,0 +1,243 @@
+"""The one-line text pi's /tree shows for an entry, and the text its search sees."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pi_server.jsutil import js_stringify, js_trim, u16len, u16slice
+
+_MAX = 200  # pi's tree selector looks at the first 200 characters of a message
+
+
+def has_text(content: Any) -> bool:
+    """pi's hasTextContent over content (a string or blocks with .type/.text)."""
+    if isinstance(content, str):
+        return bool(js_trim(content))
+    if isinstance(content, list):
+        for c in content:
+            t, text = _block(c)
+            if t == "text" and isinstance(text, str) and js_trim(text):
+                return True
+    return False
+
+
+def _block(c: Any) -> tuple[Any, Any]:
+    if isinstance(c, dict):
+        return c.get("type"), c.get("text")
+    return getattr(c, "type", None), getattr(c, "text", None)
+
+
+def join_text(content: Any, sep: str) -> str:
+    """Text blocks joined (the session list's extractTextContent uses " ")."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for c in content:
+        t, text = _block(c)
+        if t == "text":
+            parts.append(text if isinstance(text, str) else "")
+    return sep.join(parts)
+
+
+def extract_content(content: Any) -> str:
+    """pi's TreeList.extractContent: text, cut at 200 UTF-16 units."""
+    if isinstance(content, str):
+        return u16slice(content, 0, _MAX)
+    if isinstance(content, list):
+        result = ""
+        for c in content:
+            t, text = _block(c)
+            if t == "text":
+                result += text if isinstance(text, str) else ("undefined" if text is None else str(text))
+                if u16len(result) >= _MAX:
+                    return u16slice(result, 0, _MAX)
+        return result
+    return ""
+
+
+def _normalize(s: str) -> str:
+    return js_trim(s.replace("\n", " ").replace("\t", " "))
+
+
+def _home() -> str:
+    return os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
+
+
+def _short(p: str) -> str:
+    home = _home()
+    if home and p.startswith(home):
+        return "~" + p[len(home) :]
+    return p
+
+
+def _js_str(v: Any) -> str:
+    """String(v) for JSON values."""
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)):
+        return js_stringify(v)
+    if isinstance(v, list):
+        return ",".join("" if x is None else _js_str(x) for x in v)
+    return "[object Object]"
+
+
+def _or(args: dict[str, Any], *keys: str, default: str = "") -> str:
+    for k in keys:
+        v = args.get(k)
+        if v not in (None, "", 0, False) and not (isinstance(v, float) and v != v):
+            return _js_str(v)
+    return default
+
+
+def tool_call_title(name: Any, args: Any) -> str:
+    """pi's formatToolCall: how a tool result row reads in /tree."""
+    if not isinstance(args, dict):
+        args = {} if args is None else args
+    get = args.get if isinstance(args, dict) else (lambda k: None)
+    n = name if isinstance(name, str) else _js_str(name)
+    if n in ("read", "write", "edit") and isinstance(args, dict):
+        path = _short(_or(args, "path", "file_path"))
+        if n == "read":
+            offset, limit = get("offset"), get("limit")
+            if offset is not None or limit is not None:
+                start = offset if offset is not None else 1
+                end = ""
+                if limit is not None and _num(start) and _num(limit) and start + limit - 1 != 0:
+                    end = "-" + js_stringify(start + limit - 1)
+                path += f":{_js_str(start)}{end}"
+        return f"[{n}: {path}]"
+    if n == "bash" and isinstance(args, dict):
+        raw = _or(args, "command")
+        cmd = u16slice(_normalize(raw), 0, 50)
+        return f"[bash: {cmd}{'...' if u16len(raw) > 50 else ''}]"
+    if n in ("grep", "find") and isinstance(args, dict):
+        pattern = _or(args, "pattern")
+        path = _short(_or(args, "path", default="."))
+        return f"[grep: /{pattern}/ in {path}]" if n == "grep" else f"[find: {pattern} in {path}]"
+    if n == "ls" and isinstance(args, dict):
+        return f"[ls: {_short(_or(args, 'path', default='.'))}]"
+    s = js_stringify(args) if args is not None else "undefined"
+    return f"[{n}: {u16slice(s, 0, 40)}{'...' if u16len(s) > 40 else ''}]"
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def display_title(entry: dict[str, Any], tool_titles: dict[str, str]) -> str:
+    """pi's getEntryDisplayText without colours."""
+    t = entry.get("type")
+    if t == "message":
+        msg = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+        role = msg.get("role")
+        if role == "user":
+            return "user: " + _normalize(extract_content(msg.get("content")))
+        if role == "assistant":
+            text = _normalize(extract_content(msg.get("content")))
+            if text:
+                return "assistant: " + text
+            if msg.get("stopReason") == "aborted":
+                return "assistant: (aborted)"
+            err = msg.get("errorMessage")
+            if err:
+                return "assistant: " + u16slice(_normalize(_js_str(err)), 0, 80)
+            return "assistant: (no content)"
+        if role == "toolResult":
+            call = msg.get("toolCallId")
+            if call and isinstance(call, str) and call in tool_titles:
+                return tool_titles[call]
+            name = msg.get("toolName")
+            return f"[{'tool' if name is None else _js_str(name)}]"
+        if role == "bashExecution":
+            cmd = msg.get("command")
+            return f"[bash]: {_normalize(_js_str(cmd) if cmd is not None else '')}"
+        return f"[{'undefined' if role is None else _js_str(role)}]"
+    if t == "custom_message":
+        content = entry.get("content")
+        if isinstance(content, str):
+            text = content
+        else:
+            text = "".join(
+                c.get("text") if isinstance(c.get("text"), str) else "undefined"
+                for c in (content if isinstance(content, list) else [])
+                if isinstance(c, dict) and c.get("type") == "text"
+            )
+        return f"[{_js_str(entry.get('customType'))}]: " + _normalize(text)
+    if t == "compaction":
+        tb = entry.get("tokensBefore")
+        k = _js_round(tb / 1000) if _num(tb) else "NaN"
+        return f"[compaction: {k}k tokens]"
+    if t == "branch_summary":
+        s = entry.get("summary")
+        return "[branch summary]: " + _normalize(s if isinstance(s, str) else _js_str(s) if s is not None else "")
+    if t == "model_change":
+        return f"[model: {_js_str(entry.get('modelId')) if entry.get('modelId') is not None else 'undefined'}]"
+    if t == "thinking_level_change":
+        v = entry.get("thinkingLevel")
+        return f"[thinking: {'undefined' if v is None else _js_str(v)}]"
+    if t == "custom":
+        v = entry.get("customType")
+        return f"[custom: {'undefined' if v is None else _js_str(v)}]"
+    if t == "label":
+        v = entry.get("label")
+        return f"[label: {'(cleared)' if v is None else _js_str(v)}]"
+    if t == "session_info":
+        name = entry.get("name")
+        return f"[title: {_js_str(name)}]" if name else "[title: empty]"
+    return ""
+
+
+def _js_round(x: float) -> str:
+    import math
+
+    return js_stringify(math.floor(x + 0.5))
+
+
+def search_text(entry: dict[str, Any], label: str | None) -> str:
+    """pi's getSearchableText (lower-cased by the caller)."""
+    parts: list[str] = []
+    if label:
+        parts.append(label)
+    t = entry.get("type")
+    if t == "message":
+        msg = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+        parts.append(_j(msg.get("role")))
+        if msg.get("content"):
+            parts.append(extract_content(msg.get("content")))
+        if msg.get("role") == "bashExecution" and msg.get("command"):
+            parts.append(_j(msg.get("command")))
+    elif t == "custom_message":
+        parts.append(_j(entry.get("customType")))
+        c = entry.get("content")
+        parts.append(c if isinstance(c, str) else extract_content(c))
+    elif t == "compaction":
+        parts.append("compaction")
+    elif t == "branch_summary":
+        parts += ["branch summary", _j(entry.get("summary"))]
+    elif t == "session_info":
+        parts.append("title")
+        if entry.get("name"):
+            parts.append(_j(entry.get("name")))
+    elif t == "model_change":
+        parts += ["model", _j(entry.get("modelId"))]
+    elif t == "thinking_level_change":
+        parts += ["thinking", _j(entry.get("thinkingLevel"))]
+    elif t == "custom":
+        parts += ["custom", _j(entry.get("customType"))]
+    elif t == "label":
+        parts += ["label", _j(entry.get("label"))]
+    return " ".join(parts)
+
+
+def _j(v: Any) -> str:
+    """How Array.prototype.join renders one element."""
+    return "" if v is None else _js_str(v)
