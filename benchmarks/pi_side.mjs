@@ -636,7 +636,7 @@ class SessionGen {
 				isError = true;
 				text = `ENOENT: no such file or directory, access '/home/dev/${f.path}'`;
 			} else {
-				const n = Math.max(1, Math.min(2000, call.arguments.limit ?? Math.round(r.logn(9, 1.0))));
+				const n = Math.max(1, Math.min(2000, call.arguments.limit ?? Math.round(r.logn(8, 1.0))));
 				text = this.lines(P[f.pool], Math.min(n, P[f.pool].length - 2)).join("\n");
 				if (call.arguments.limit) text += `\n\n[${r.int(10, 900)} more lines in file. Use offset=${call.arguments.offset + call.arguments.limit} to continue.]`;
 			}
@@ -683,7 +683,7 @@ class SessionGen {
 		const r = this.rng;
 		const P = this.P;
 		this.tick(8000, 400000);
-		if (r.chance(0.01)) SIM.now += r.int(3, 40) * 3600 * 1000; // came back later
+		if (r.chance(0.003)) SIM.now += r.int(1, 16) * 3600 * 1000; // came back later
 		const f = r.pick(P.files);
 		let text = r.pick([
 			() => `${P.sentence(4, 12)} Look at \`${f.path}\` first.`,

@@ -150,6 +150,8 @@ class SessionIndex:
     def open(cls, path: str) -> SessionIndex:
         idx = cls(os.path.abspath(path))
         idx.refresh()
+        if idx.header is None:
+            raise NotASession(f"{idx.path}: no session header (empty file)")
         return idx
 
     @property

@@ -61,7 +61,7 @@ def build_tree(idx: SessionIndex) -> Tree:
         if len(kids) > 1:
             keys = {k: js_date_ms(stamps[k]) for k in kids}
             if any(math.isnan(v) for v in keys.values()):
-                kids.sort(key=cmp_to_key(lambda a, b: _ts_cmp(keys[a], keys[b])))
+                kids.sort(key=cmp_to_key(lambda a, b, k=keys: _ts_cmp(k[a], k[b])))
             else:
                 kids.sort(key=keys.__getitem__)
     tree = Tree(roots, children, parent)
@@ -98,7 +98,7 @@ def path_to(idx: SessionIndex, leaf: int) -> list[int]:
     out: list[int] = []
     seen: set[int] = set()
     cur: int | None = leaf
-    ids, parents, by_id = idx.ids, idx.parents, idx.by_id
+    parents, by_id = idx.parents, idx.by_id
     while cur is not None and cur not in seen:
         seen.add(cur)
         out.append(cur)

@@ -1,0 +1,149 @@
+"""The command line: `pi-server ls | tree | context`, and (soon) the server."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from pi_server import __version__
+from pi_server.context.formats import FORMATS, context_result
+from pi_server.store.discovery import list_sessions, resolve_roots
+from pi_server.store.index import NotASession, SessionIndex
+from pi_server.tree.outline import FILTERS, Outline, get_tree, render_text
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit status 2."""
+
+
+def _open(path: str) -> SessionIndex:
+    if not os.path.exists(path):
+        raise CliError(f"no such file: {path}")
+    if os.path.isdir(path):
+        raise CliError(f"not a session file (a directory): {path}")
+    try:
+        return SessionIndex.open(path)
+    except NotASession:
+        raise CliError(f"not a pi session file: {path}") from None
+    except OSError as e:
+        raise CliError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _leaf(idx: SessionIndex, leaf: str | None) -> str | None:
+    if leaf is None:
+        return idx.last_id
+    if leaf not in idx.by_id:
+        raise CliError(f"no entry with id {leaf} in {idx.path}")
+    return leaf
+
+
+def _dump(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    roots, samples = resolve_roots(args.sessions_dir)
+    if samples:
+        print("no pi sessions on this machine; showing pi-server's bundled samples", file=sys.stderr)
+    sessions = list_sessions(roots, query=args.query, limit=args.limit)
+    if args.json:
+        _dump({"sessions": sessions})
+        return 0
+    if not sessions:
+        print("no sessions found under " + ", ".join(roots))
+    for s in sessions:
+        title = s.get("name") or s["firstMessage"]
+        title = " ".join(title.split())
+        print(f"{s['modified'][:16].replace('T', ' ')}  {s['messageCount']:>5} msgs  {s['cwd']}")
+        print(f"    {title[:100]}")
+        print(f"    {s['session']}")
+    return 0
+
+
+def _newest(dirs: list[str] | None) -> str:
+    roots, samples = resolve_roots(dirs)
+    sessions = list_sessions(roots, limit=1)
+    if not sessions:
+        raise CliError("no sessions found under " + ", ".join(roots))
+    note = "bundled sample session" if samples else "most recent session"
+    print(f"pi-server: showing the {note} {sessions[0]['session']}", file=sys.stderr)
+    return sessions[0]["session"]
+
+
+def cmd_tree(args: argparse.Namespace) -> int:
+    idx = _open(args.file if args.file else _newest(args.sessions_dir))
+    leaf = _leaf(idx, args.leaf)
+    result = get_tree(Outline(idx), leaf, args.filter, args.search or "", args.fold or [], args.offset, args.limit)
+    if args.json:
+        _dump(result)
+        return 0
+    for line in render_text(result):
+        print(line)
+    shown = len(result["rows"])
+    print(f"({shown} of {result['total']} rows, filter {args.filter})")
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    idx = _open(args.file)
+    leaf = None if args.before_first else _leaf(idx, args.leaf)
+    _dump(context_result(idx, leaf, before_first=args.before_first, fmt=args.format))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pi-server", description="Serve pi's session trees to editors.")
+    p.add_argument("--version", action="version", version=f"pi-server {__version__}")
+    sub = p.add_subparsers(dest="command")
+
+    ls = sub.add_parser("ls", help="list sessions, newest first")
+    ls.add_argument("--sessions-dir", action="append", metavar="D", help="a sessions root (repeatable)")
+    ls.add_argument("--query", help="words that must all appear in the name or messages")
+    ls.add_argument("--limit", type=int)
+    ls.add_argument("--json", action="store_true", help="print the pi/listSessions result")
+    ls.set_defaults(func=cmd_ls)
+
+    tr = sub.add_parser("tree", help="draw a session's tree as pi's /tree does")
+    tr.add_argument("file", nargs="?", help="a session file (default: the most recent session)")
+    tr.add_argument("--sessions-dir", action="append", metavar="D", help="where to look when FILE is omitted")
+    tr.add_argument("--filter", choices=FILTERS, default="default")
+    tr.add_argument("--search")
+    tr.add_argument("--leaf", metavar="ID")
+    tr.add_argument("--fold", action="append", metavar="ID", help="fold this entry (repeatable)")
+    tr.add_argument("--offset", type=int, default=0)
+    tr.add_argument("--limit", type=int)
+    tr.add_argument("--json", action="store_true", help="print the pi/getTree result")
+    tr.set_defaults(func=cmd_tree)
+
+    cx = sub.add_parser("context", help="print the pi/buildContext result as JSON")
+    cx.add_argument("file")
+    g = cx.add_mutually_exclusive_group()
+    g.add_argument("--leaf", metavar="ID")
+    g.add_argument("--before-first", action="store_true", help="the context before the first entry (empty)")
+    cx.add_argument("--format", choices=FORMATS, default="agent")
+    cx.set_defaults(func=cmd_context)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        print(
+            "pi-server: the language server over stdio is not available in this version yet; "
+            "use `pi-server ls`, `pi-server tree FILE` or `pi-server context FILE`",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        return args.func(args)
+    except CliError as e:
+        print(f"pi-server: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,139 @@
+"""Finding session files under the roots and describing them as pi's SessionInfo."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pi_server.jsutil import js_date_ms, js_split_ws
+from pi_server.store.index import NotASession, SessionIndex
+from pi_server.tree import titles
+
+SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
+
+
+def default_roots() -> list[str]:
+    """`$PI_CODING_AGENT_DIR/sessions`, else `~/.pi/agent/sessions` (as pi)."""
+    agent = os.environ.get("PI_CODING_AGENT_DIR")
+    if agent:
+        return [os.path.join(os.path.expanduser(agent), "sessions")]
+    return [os.path.join(os.path.expanduser("~"), ".pi", "agent", "sessions")]
+
+
+def resolve_roots(dirs: list[str] | None) -> tuple[list[str], bool]:
+    """The roots to serve, and whether they are the bundled samples (no store on this machine)."""
+    if dirs:
+        return [os.path.abspath(os.path.expanduser(d)) for d in dirs], False
+    roots = default_roots()
+    if any(os.path.isdir(r) for r in roots):
+        return roots, False
+    return [str(SAMPLES_DIR)], True
+
+
+def iter_session_files(roots: list[str]) -> Iterator[str]:
+    for root in roots:
+        if not os.path.isdir(root):
+            continue
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                if name.endswith(".jsonl"):
+                    yield os.path.join(dirpath, name)
+
+
+def is_within(path: str, roots: list[str]) -> bool:
+    real = os.path.realpath(path)
+    for r in roots:
+        rr = os.path.realpath(r)
+        if real == rr or real.startswith(rr.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def _iso(ms: float) -> str:
+    dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"
+
+
+def session_info(idx: SessionIndex, leaf_id: str | None = None) -> dict[str, Any]:
+    """pi's SessionInfo of one indexed file (dates as ISO strings)."""
+    h = idx.header
+    assert h is not None
+    created_ms = js_date_ms(h.timestamp)
+    if idx.last_activity_ms is not None and idx.last_activity_ms > 0:
+        modified_ms = idx.last_activity_ms
+    elif created_ms == created_ms:
+        modified_ms = created_ms
+    else:
+        modified_ms = os.stat(idx.path).st_mtime * 1000
+    info: dict[str, Any] = {
+        "session": idx.path,
+        "id": h.id,
+        "cwd": h.cwd,
+        "created": _iso(created_ms) if created_ms == created_ms else None,
+        "modified": _iso(modified_ms),
+        "messageCount": idx.message_count,
+        "entryCount": len(idx),
+        "firstMessage": idx.first_message or "(no messages)",
+        "leafId": leaf_id if leaf_id is not None else idx.last_id,
+    }
+    if idx.name is not None:
+        info["name"] = idx.name
+    if h.parent_session is not None:
+        info["parentSession"] = h.parent_session
+    return info
+
+
+def all_messages_text(idx: SessionIndex) -> str:
+    """pi's allMessagesText: user and assistant text, joined by spaces."""
+    positions = [p for p, r in enumerate(idx.roles) if r in ("user", "assistant")]
+    parts = []
+    for e in idx.read_entries(positions):
+        msg = e.get("message") or {}
+        if "content" not in msg:
+            continue
+        text = titles.join_text(msg.get("content"), " ")
+        if text:
+            parts.append(text)
+    return " ".join(parts)
+
+
+def matches(idx: SessionIndex, query: str | None) -> bool:
+    tokens = js_split_ws((query or "").lower())
+    if not tokens:
+        return True
+    hay = f"{idx.name or ''} {all_messages_text(idx)}".lower()
+    return all(t in hay for t in tokens)
+
+
+def list_sessions(
+    roots: list[str],
+    *,
+    cwd: str | None = None,
+    query: str | None = None,
+    limit: int | None = None,
+    cache: dict[str, SessionIndex] | None = None,
+) -> list[dict[str, Any]]:
+    """SessionInfo for every session under the roots, newest `modified` first."""
+    out = []
+    for path in iter_session_files(roots):
+        idx = cache.get(path) if cache is not None else None
+        try:
+            if idx is None:
+                idx = SessionIndex.open(path)
+                if cache is not None:
+                    cache[path] = idx
+            else:
+                idx.refresh()
+        except (NotASession, OSError):
+            continue
+        if cwd is not None and idx.header is not None and idx.header.cwd != cwd:
+            continue
+        if not matches(idx, query):
+            continue
+        out.append(session_info(idx))
+    out.sort(key=lambda s: s["modified"], reverse=True)
+    return out[:limit] if limit is not None else out
