@@ -541,7 +541,7 @@ class SessionGen {
 	bashOutput(cmd) {
 		const r = this.rng;
 		const P = this.P;
-		const n = Math.max(0, Math.min(1800, Math.round(r.logn(5, 1.1))));
+		const n = Math.max(0, Math.min(1800, Math.round(r.logn(4.5, 1.1))));
 		const out = [];
 		let exit = r.chance(0.12) ? r.pick([1, 1, 2, 127]) : 0;
 		if (cmd.startsWith("rg ") || cmd.startsWith("find ")) {
@@ -636,7 +636,7 @@ class SessionGen {
 				isError = true;
 				text = `ENOENT: no such file or directory, access '/home/dev/${f.path}'`;
 			} else {
-				const n = Math.max(1, Math.min(2000, call.arguments.limit ?? Math.round(r.logn(8, 1.0))));
+				const n = Math.max(1, Math.min(2000, call.arguments.limit ?? Math.round(r.logn(7, 1.0))));
 				text = this.lines(P[f.pool], Math.min(n, P[f.pool].length - 2)).join("\n");
 				if (call.arguments.limit) text += `\n\n[${r.int(10, 900)} more lines in file. Use offset=${call.arguments.offset + call.arguments.limit} to continue.]`;
 			}
@@ -707,7 +707,7 @@ class SessionGen {
 		const r = this.rng;
 		const started = SIM.now;
 		const content = [];
-		if (this.thinking !== "off" && r.chance(0.3)) content.push(this.thinkingBlock());
+		if (this.thinking !== "off" && r.chance(0.25)) content.push(this.thinkingBlock());
 		if (finalText !== undefined) content.push({ type: "text", text: finalText });
 		else if (r.chance(0.45)) content.push({ type: "text", text: this.prose(r.int(1, 2)) });
 		let outTok = 20;
@@ -1007,6 +1007,7 @@ async function cmdGenerateStore(dir, opt) {
 	starts.sort((a, b) => a - b);
 
 	let totalWritten = 0;
+	let carry = 0; // overshoot so far (files end at turn boundaries); taken off later targets
 	let totalEntries = 0;
 	let largest = 0;
 	let smallest = Infinity;
@@ -1018,7 +1019,7 @@ async function cmdGenerateStore(dir, opt) {
 			SIM.now = Math.max(starts[i], SIM.now + 1000);
 			const parent = created.length && rng.chance(0.05) ? rng.pick(created) : undefined;
 			const sm = newSessionFile(SessionManager, proj.cwd, proj.dir, rng, parent);
-			const target = targets[i];
+			const target = Math.max(minB, targets[i] - carry);
 			const file = sm.getSessionFile();
 			const size = () => {
 				try {
@@ -1032,6 +1033,7 @@ async function cmdGenerateStore(dir, opt) {
 			const b = size();
 			fs.utimesSync(file, SIM.now / 1000, SIM.now / 1000);
 			totalWritten += b;
+			carry += b - targets[i];
 			totalEntries += g.count;
 			largest = Math.max(largest, b);
 			smallest = Math.min(smallest, b);

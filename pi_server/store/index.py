@@ -129,6 +129,8 @@ class SessionIndex:
     by_id: dict[str, int] = field(default_factory=dict)
     labels: dict[str, tuple[str, Any]] = field(default_factory=dict)
     tool_titles: dict[str, str] = field(default_factory=dict)
+    tool_dups: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # ids used by several calls
+    _call_pos: dict[str, int] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # session listing facts, kept as entries arrive
     message_count: int = 0
@@ -284,7 +286,7 @@ class SessionIndex:
                     if isinstance(blocks, list):
                         for b in blocks:
                             if b.type == "toolCall" and isinstance(b.id, str):
-                                self.tool_titles[b.id] = titles.tool_call_title(b.name, _raw_args(b.arguments))
+                                self._tool_call(pos, b)
                 self._listing_facts(role, blocks, has_content, msg.timestamp, nav.timestamp)
             if stop and stop not in ("stop", "toolUse"):
                 flags |= F_ERRORISH
@@ -316,6 +318,17 @@ class SessionIndex:
         self.offsets.append(off)
         self.lengths.append(length)
         self.lines.append(self._line_no)
+
+    def _tool_call(self, pos: int, b: _Block) -> None:
+        title = titles.tool_call_title(b.name, _raw_args(b.arguments))
+        prev = self.tool_titles.get(b.id)
+        if prev is not None:
+            dups = self.tool_dups.get(b.id)
+            if dups is None:
+                self.tool_dups[b.id] = dups = [(self._call_pos[b.id], prev)]
+            dups.append((pos, title))
+        self.tool_titles[b.id] = title
+        self._call_pos[b.id] = pos
 
     def _listing_facts(self, role: str, blocks: Any, has_content: bool, msg_ts: Any, entry_ts: Any) -> None:
         if not has_content:

@@ -245,7 +245,8 @@ def get_tree(
     window = list(range(offset, end))
     positions = [lay.rows[r] for r in window]
     entries = idx.read_entries(positions)
-    _, active = outline.flat(leaf)
+    order, active = outline.flat(leaf)
+    tool_titles = _tool_titles(idx, order)
     rows = []
     for r, pos, entry in zip(window, positions, entries, strict=True):
         eid = idx.ids[pos]
@@ -254,7 +255,7 @@ def get_tree(
             "id": eid,
             "parentId": idx.parents[pos],
             "type": idx.types[pos],
-            "title": titles.display_title(entry, idx.tool_titles),
+            "title": titles.display_title(entry, tool_titles),
             "indent": lay.indent[r],
             "connector": lay.connector[r],
             "gutters": [{"position": p, "show": s} for p, s in lay.gutters[r]],
@@ -274,19 +275,37 @@ def get_tree(
     return {"leafId": leaf_id, "total": total, "offset": offset, "rows": rows}
 
 
+def _tool_titles(idx: SessionIndex, order: list[int]) -> dict[str, str]:
+    """Tool call titles by id; where an id repeats, pi keeps the last one in tree order."""
+    if not idx.tool_dups:
+        return idx.tool_titles
+    rank = {pos: i for i, pos in enumerate(order)}
+    merged = dict(idx.tool_titles)
+    for call_id, defs in idx.tool_dups.items():
+        placed = [(rank[pos], title) for pos, title in defs if pos in rank]
+        if placed:
+            merged[call_id] = max(placed)[1]
+    return merged
+
+
 def render_text(result: dict[str, Any]) -> list[str]:
     """Rows drawn as pi's /tree draws them (no colours, no cursor)."""
     lines = []
     for row in result["rows"]:
-        fold_root = "⊞ " if row["folded"] and not row["connector"] else ""
         mark = "• " if row["onActivePath"] else ""
         label = f"[{row['label']}] " if "label" in row else ""
-        lines.append(row_prefix(row) + fold_root + mark + label + row["title"])
+        lines.append(row_prefix(row) + mark + label + row["title"])
     return lines
 
 
 def row_prefix(row: dict[str, Any]) -> str:
     """The gutter and connector characters pi draws before a row, fold marks included."""
+    if row["folded"] and not row["connector"]:
+        return _gutter_prefix(row) + "⊞ "
+    return _gutter_prefix(row)
+
+
+def _gutter_prefix(row: dict[str, Any]) -> str:
     display = row["indent"]
     conn = row["connector"]
     gut = {g["position"]: g["show"] for g in row["gutters"]}

@@ -15,6 +15,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 // ---------------------------------------------------------------------------
 // Environment: fixed HOME (formatToolCall shortens paths under HOME to "~"),
@@ -51,7 +52,8 @@ initTheme("dark", false);
 
 function readPkgVersion(name) {
 	try {
-		const p = path.join(process.cwd(), "node_modules", name, "package.json");
+		const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+		const p = path.join(root, "node_modules", name, "package.json");
 		return JSON.parse(fs.readFileSync(p, "utf8")).version;
 	} catch {
 		return null;
@@ -298,7 +300,7 @@ function genToolArgs(rng, name) {
 			return rng.pick([
 				() => ({ command: "ls -la" }),
 				() => ({ command: `cd ${HOME}/project && npm test\n\techo done` }),
-				() => ({ command: `${"echo abcdefghij ".repeat(3)}echo 🚀 && grep -rn "${rng.pick(WORDS)}" .` }), // emoji at the 50 boundary
+				() => ({ command: `${"echo abcdefghij ".repeat(3)}x🚀 && grep -rn "${rng.pick(WORDS)}" .` }), // emoji at the 50 boundary
 				() => ({ command: `python3 -c 'print("${"y".repeat(60)}")'`, timeout: 30 }),
 				() => ({ command: `  git status  ` }),
 				() => ({ command: "" }),
@@ -314,7 +316,7 @@ function genToolArgs(rng, name) {
 				() => ({ query: rng.pick(WORDS) }),
 				() => ({ query: `${sentence(rng, 6)}`, max_results: rng.int(1, 20), ratio: 0.1, tiny: 1e-7, big: 1e21, neg: -2.5 }),
 				() => ({ title: `Bug: ${rng.pick(WORDS)}`, body: "line1\nline2\u2028", labels: ["bug", "ünïcode"], nested: { a: [1, 2, { b: null }] } }),
-				() => ({ x: "abcdefghijklmnopqrstuvwxyz01234🚀tail" }), // emoji at the 40 boundary of JSON
+				() => ({ x: "abcdefghijklmnopqrstuvwxyz0123456🚀tail" }), // emoji at the 40 boundary of JSON
 			])();
 	}
 }
@@ -373,7 +375,7 @@ function generateSession(rng, idx, outdir) {
 	let pendingCalls = []; // tool calls on the current leaf awaiting results
 	const usedCallIds = [];
 	const labeled = new Set();
-	const target = rng.int(20, 150);
+	const target = rng.int(20, 146); // an assistant turn adds up to 4 entries -> 20..149 total
 	let hasAssistant = false;
 
 	const allIds = () => sm.getEntries().map((e) => e.id);
@@ -453,7 +455,7 @@ function generateSession(rng, idx, outdir) {
 			msg.errorMessage = rng.pick([
 				"Request failed: 529 overloaded_error",
 				"Connection reset\n\tat socket.js:12",
-				`${"e".repeat(78)}🚀 tail of a long error message that is cut at 80 UTF-16 units`,
+				`${"e".repeat(79)}🚀 tail of a long error message that is cut at 80 UTF-16 units`,
 				"Request was aborted",
 			]);
 			mark("errorMessage");
@@ -754,7 +756,8 @@ async function capturePayload(streamFn, model, llm, reasoning) {
 		},
 	};
 	if (reasoning) opts.reasoning = reasoning;
-	const stream = streamFn(model, { messages: clone(llm) }, opts);
+	// pi-ai providers do not mutate the input messages (verified), so no defensive copy.
+	const stream = streamFn(model, { messages: llm }, opts);
 	const result = await stream.result();
 	if (captured === undefined) return { payload: null, error: result?.errorMessage ?? "no payload" };
 	return { payload: captured, error: null };
