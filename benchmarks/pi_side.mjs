@@ -636,7 +636,7 @@ class SessionGen {
 				isError = true;
 				text = `ENOENT: no such file or directory, access '/home/dev/${f.path}'`;
 			} else {
-				const n = Math.max(1, Math.min(2000, call.arguments.limit ?? Math.round(r.logn(7, 1.0))));
+				const n = Math.max(1, Math.min(2000, call.arguments.limit ?? Math.round(r.logn(6, 1.0))));
 				text = this.lines(P[f.pool], Math.min(n, P[f.pool].length - 2)).join("\n");
 				if (call.arguments.limit) text += `\n\n[${r.int(10, 900)} more lines in file. Use offset=${call.arguments.offset + call.arguments.limit} to continue.]`;
 			}
@@ -709,7 +709,7 @@ class SessionGen {
 		const content = [];
 		if (this.thinking !== "off" && r.chance(0.25)) content.push(this.thinkingBlock());
 		if (finalText !== undefined) content.push({ type: "text", text: finalText });
-		else if (r.chance(0.45)) content.push({ type: "text", text: this.prose(r.int(1, 2)) });
+		else if (r.chance(0.35)) content.push({ type: "text", text: this.prose(r.int(1, 2)) });
 		let outTok = 20;
 		for (const c of calls) {
 			const { _file, ...clean } = c;

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -40,8 +41,18 @@ def _leaf(idx: SessionIndex, leaf: str | None) -> str | None:
     return leaf
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _dump(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+    # pi cuts strings in UTF-16 units, leaving lone surrogates; JSON escapes them as JS does
+    text = json.dumps(obj, ensure_ascii=False, indent=2)
+    sys.stdout.write(_LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
+
+
+def _print(line: str) -> None:
+    # a terminal shows a lone surrogate as U+FFFD, as node writes it
+    sys.stdout.write(_LONE_SURROGATE.sub("\ufffd", line) + "\n")
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
@@ -81,7 +92,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
         _dump(result)
         return 0
     for line in render_text(result):
-        print(line)
+        _print(line)
     shown = len(result["rows"])
     print(f"({shown} of {result['total']} rows, filter {args.filter})")
     return 0
@@ -129,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8")
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -36,7 +36,8 @@ def _custom_message(e: dict[str, Any]) -> dict[str, Any]:
 def _to_message(e: dict[str, Any]) -> dict[str, Any] | None:
     t = e.get("type")
     if t == "message":
-        return e.get("message") if "message" in e else None
+        m = e.get("message")
+        return m if isinstance(m, dict) else None
     if t == "custom_message":
         return _custom_message(e)
     if t == "branch_summary" and e.get("summary"):

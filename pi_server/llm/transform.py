@@ -31,6 +31,25 @@ def _placeholder_images(content: list, placeholder: str) -> list:
     return out
 
 
+def _dicts(v: Any) -> list[dict[str, Any]]:
+    return [b for b in v if isinstance(b, dict)] if isinstance(v, list) else []
+
+
+def _well_formed(m: Any) -> dict[str, Any]:
+    """Content in the shape the converters expect; pi itself would throw on anything else."""
+    if not isinstance(m, dict):
+        return {}
+    c = m.get("content")
+    role = m.get("role")
+    if role == "user" and not isinstance(c, str):
+        if not isinstance(c, list) or not all(isinstance(b, dict) for b in c):
+            return {**m, "content": _dicts(c)}
+    elif role in ("assistant", "toolResult"):
+        if not isinstance(c, list) or not all(isinstance(b, dict) for b in c):
+            return {**m, "content": _dicts(c)}
+    return m
+
+
 def transform_messages(
     messages: list[dict[str, Any]],
     model: ModelInfo,
@@ -40,6 +59,7 @@ def transform_messages(
     id_map: dict[str, str] = {}
     staged: list[dict[str, Any]] = []
     for m in messages:
+        m = _well_formed(m)
         role = m.get("role")
         if not model.images:
             if role == "user" and isinstance(m.get("content"), list):

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from pi_server.jsutil import js_date_ms, js_trim
 from pi_server.store.lines import iter_lines
 from pi_server.tree import titles
 
@@ -303,7 +304,7 @@ class SessionIndex:
                     self.labels.pop(target, None)
         elif etype == "session_info":
             n = nav.name
-            self.name = (n.strip() or None) if isinstance(n, str) else None
+            self.name = (js_trim(n) or None) if isinstance(n, str) else None
 
         if eid in self.by_id:
             self._diag(off, length, "warning", "duplicate-id", f"duplicate id {eid}; the later entry wins")
@@ -336,7 +337,6 @@ class SessionIndex:
         if isinstance(msg_ts, (int, float)) and not isinstance(msg_ts, bool):
             t: float | None = float(msg_ts)
         else:
-            from pi_server.jsutil import js_date_ms
 
             ms = js_date_ms(entry_ts) if isinstance(entry_ts, str) else float("nan")
             t = None if ms != ms else ms
