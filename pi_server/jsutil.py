@@ -29,15 +29,19 @@ def js_split_ws(s: str) -> list[str]:
     return [t for t in _JS_SPLIT_WS.split(s) if t]
 
 
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
 def u16len(s: str) -> int:
+    """`s.length`: characters outside the BMP count twice."""
     if s.isascii():
         return len(s)
-    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
+    return len(s) + len(_ASTRAL.findall(s))
 
 
 def u16slice(s: str, start: int, end: int | None = None) -> str:
     """`s.slice(start, end)` with UTF-16 indices (may leave a lone surrogate, as JS does)."""
-    if s.isascii() or all(ord(c) <= 0xFFFF for c in s):
+    if s.isascii() or not _ASTRAL.search(s):
         return s[start:end]
     b = s.encode("utf-16-le", "surrogatepass")
     e = len(b) if end is None else end * 2

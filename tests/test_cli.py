@@ -50,8 +50,11 @@ def test_ls_reads_pi_coding_agent_dir(oracle: dict[str, Any], tmp_path: Path) ->
 def test_tree_text_draws_pi_rows(oracle: dict[str, Any]) -> None:
     f = next(f for f in oracle["files"] if f["kind"] == "generated")
     exp = load_json(f["expected"])
-    case = next(c for c in exp["outlines"] if c["filter"] == "no-tools" and not c["search"] and not c["folded"]
-                and c["leafId"] == exp["leafId"])
+    case = next(
+        c
+        for c in exp["outlines"]
+        if c["filter"] == "no-tools" and not c["search"] and not c["folded"] and c["leafId"] == exp["leafId"]
+    )
     r = run("tree", f["file"], "--filter", "no-tools", env={"HOME": "/home/oracle"})
     assert r.returncode == 0, r.stderr
     lines = r.stdout.split("\n")[:-1]  # \n only: titles hold U+2028/U+2029
@@ -72,7 +75,10 @@ def test_context_formats(oracle: dict[str, Any]) -> None:
     ctx = next(c for c in exp["contexts"] if c["leafId"] not in ("__default__", None, "__missing__"))
     out = json.loads(run("context", f["file"], "--leaf", ctx["leafId"]).stdout)
     assert out["messages"] == ctx["agent"] and out["tokens"] == ctx["tokens"] and out["leafId"] == ctx["leafId"]
-    assert json.loads(run("context", f["file"], "--leaf", ctx["leafId"], "--format", "llm").stdout)["messages"] == ctx["llm"]
+    assert (
+        json.loads(run("context", f["file"], "--leaf", ctx["leafId"], "--format", "llm").stdout)["messages"]
+        == ctx["llm"]
+    )
     anth = json.loads(run("context", f["file"], "--format", "anthropic").stdout)
     assert anth["request"]["model"].startswith("claude") and anth["messages"] == anth["request"]["messages"]
     assert json.loads(run("context", f["file"], "--format", "openai").stdout)["messages"] is not None

@@ -8,16 +8,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import SHARED_FIXTURES
+
 from pi_server.context.build import build_context
 from pi_server.store.index import NotASession, SessionIndex
 
 
 def _snapshot(idx: SessionIndex) -> tuple:
     return (
-        list(idx.ids), list(idx.parents), list(idx.types), list(idx.roles), list(idx.offsets),
-        list(idx.lengths), dict(idx.labels), idx.message_count, idx.first_message, idx.name,
+        list(idx.ids),
+        list(idx.parents),
+        list(idx.types),
+        list(idx.roles),
+        list(idx.offsets),
+        list(idx.lengths),
+        dict(idx.labels),
+        idx.message_count,
+        idx.first_message,
+        idx.name,
     )
 
 
@@ -53,7 +61,7 @@ def test_growing_file_indexes_only_new_bytes(oracle: dict[str, Any], tmp_path: P
         fresh = SessionIndex.open(str(target))
         assert _snapshot(idx) == _snapshot(fresh)
         assert idx.partial_tail == (not data[:nxt].endswith(b"\n"))
-        assert appended == fresh.ids[len(fresh.ids) - len(appended):]
+        assert appended == fresh.ids[len(fresh.ids) - len(appended) :]
         pos = nxt
     assert len(idx) == len(SessionIndex.open(str(_a_session(oracle))))
 
@@ -125,11 +133,25 @@ def test_v1_first_kept_index_is_mapped(tmp_path: Path) -> None:
         {"type": "session", "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/x"},
         {"type": "message", "timestamp": "2025-01-01T00:00:01.000Z", "message": {"role": "user", "content": "one"}},
         {"type": "message", "timestamp": "2025-01-01T00:00:02.000Z", "message": {"role": "user", "content": "two"}},
-        {"type": "compaction", "timestamp": "2025-01-01T00:00:03.000Z", "summary": "S", "firstKeptEntryIndex": 2,
-         "tokensBefore": 10},
-        {"type": "message", "timestamp": "2025-01-01T00:00:04.000Z", "message": {"role": "hookMessage", "content": "h"}},
+        {
+            "type": "compaction",
+            "timestamp": "2025-01-01T00:00:03.000Z",
+            "summary": "S",
+            "firstKeptEntryIndex": 2,
+            "tokensBefore": 10,
+        },
+        {
+            "type": "message",
+            "timestamp": "2025-01-01T00:00:04.000Z",
+            "message": {"role": "hookMessage", "content": "h"},
+        },
     ]
-    p.write_text("\n".join(json.dumps(r) for r in rows[:2]) + "\n\nnot json\n" + "\n".join(json.dumps(r) for r in rows[2:]) + "\n")
+    p.write_text(
+        "\n".join(json.dumps(r) for r in rows[:2])
+        + "\n\nnot json\n"
+        + "\n".join(json.dumps(r) for r in rows[2:])
+        + "\n"
+    )
     idx = SessionIndex.open(str(p))
     comp = idx.read_entry(2)
     # counts parsed entries with the header as 0, skipping blank and malformed lines

@@ -9,7 +9,7 @@ from conftest import load_json
 
 from pi_server.store.index import SessionIndex
 from pi_server.tree.outline import Outline, get_tree, render_text, row_prefix
-from pi_server.tree.paths import build_tree
+from pi_server.tree.paths import build_tree, unreachable
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +81,11 @@ def test_tree_children_and_labels_equal_pi(all_files) -> None:
         for node in exp["treeFlat"]:
             key = idx.ids[node["entryIndex"]] if fixture else node["id"]
             want[key] = node
+        cut = set(unreachable(idx, tree))
         got_children = {
             idx.ids[p]: [idx.ids[c] for c in tree.children.get(p, [])]
             for p in range(len(idx))
-            if idx.by_id[idx.ids[p]] == p and p not in set(tree.unreachable)
+            if idx.by_id[idx.ids[p]] == p and p not in cut
         }
         assert set(got_children) == set(want), f["file"]
         for eid, node in want.items():

@@ -15,8 +15,18 @@ from pi_server.tree.outline import FILTERS, Outline, get_tree
 from pi_server.tree.paths import build_tree, common_ancestor, path_to, tree_diagnostics
 
 HEADER = {"type": "session", "version": 3, "id": "h", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/x"}
-TYPES = ["message", "model_change", "thinking_level_change", "compaction", "branch_summary", "custom",
-         "custom_message", "label", "session_info", "mystery"]
+TYPES = [
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+    "mystery",
+]
 ROLES = ["user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage", None, 7]
 
 ids = st.sampled_from([f"e{i}" for i in range(12)])
@@ -26,17 +36,41 @@ text = st.text(st.characters(codec="utf-8"), max_size=30)
 @st.composite
 def entry(draw: st.DrawFn) -> dict:
     t = draw(st.sampled_from(TYPES))
-    e: dict = {"type": t, "id": draw(ids), "parentId": draw(st.one_of(st.none(), ids, st.just("missing"))),
-               "timestamp": draw(st.sampled_from(["2026-01-01T00:00:01.000Z", "2026-01-01T00:00:00.500Z", "bad", None]))}
+    e: dict = {
+        "type": t,
+        "id": draw(ids),
+        "parentId": draw(st.one_of(st.none(), ids, st.just("missing"))),
+        "timestamp": draw(st.sampled_from(["2026-01-01T00:00:01.000Z", "2026-01-01T00:00:00.500Z", "bad", None])),
+    }
     if t == "message":
         role = draw(st.sampled_from(ROLES))
-        content = draw(st.one_of(text, st.lists(st.fixed_dictionaries(
-            {"type": st.sampled_from(["text", "image", "thinking", "toolCall", "x"]), "text": text,
-             "id": ids, "name": st.sampled_from(["read", "bash", "zz"]), "arguments": st.dictionaries(text, text, max_size=2)}),
-            max_size=3), st.none(), st.integers()))
-        e["message"] = {"role": role, "content": content,
-                        "stopReason": draw(st.sampled_from(["stop", "toolUse", "error", "aborted", None])),
-                        "toolCallId": draw(ids), "command": draw(text), "output": draw(text)}
+        content = draw(
+            st.one_of(
+                text,
+                st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "type": st.sampled_from(["text", "image", "thinking", "toolCall", "x"]),
+                            "text": text,
+                            "id": ids,
+                            "name": st.sampled_from(["read", "bash", "zz"]),
+                            "arguments": st.dictionaries(text, text, max_size=2),
+                        }
+                    ),
+                    max_size=3,
+                ),
+                st.none(),
+                st.integers(),
+            )
+        )
+        e["message"] = {
+            "role": role,
+            "content": content,
+            "stopReason": draw(st.sampled_from(["stop", "toolUse", "error", "aborted", None])),
+            "toolCallId": draw(ids),
+            "command": draw(text),
+            "output": draw(text),
+        }
     elif t == "label":
         e["targetId"] = draw(ids)
         e["label"] = draw(st.one_of(st.none(), text))
@@ -64,8 +98,9 @@ def corrupt(draw: st.DrawFn, line: bytes) -> bytes:
     if how == "utf8":
         return line[:5] + b"\xff\xc3" + line[5:]
     if how == "huge":
-        return json.dumps({"type": "message", "id": "huge", "parentId": None, "message": {
-            "role": "user", "content": "x" * 300_000}}).encode()
+        return json.dumps(
+            {"type": "message", "id": "huge", "parentId": None, "message": {"role": "user", "content": "x" * 300_000}}
+        ).encode()
     if how == "blank":
         return b"   "
     return line
@@ -75,7 +110,7 @@ def corrupt(draw: st.DrawFn, line: bytes) -> bytes:
 def session_bytes(draw: st.DrawFn) -> bytes:
     entries = draw(st.lists(entry(), max_size=25))
     lines = [json.dumps(HEADER).encode()] + [corrupt(draw, json.dumps(e, ensure_ascii=False).encode()) for e in entries]
-    data = b"\n".join(lines) + draw(st.sampled_from([b"\n", b"", b"\n{\"type\":\"mess"]))
+    data = b"\n".join(lines) + draw(st.sampled_from([b"\n", b"", b'\n{"type":"mess']))
     return data
 
 
@@ -118,8 +153,10 @@ def test_arbitrary_bytes_never_raise(data: bytes) -> None:
 
 
 def test_cycle_and_self_parent_end_the_walk() -> None:
-    rows = [HEADER,
-            {"type": "message", "id": "a", "parentId": "b", "message": {"role": "user", "content": "a"}},
-            {"type": "message", "id": "b", "parentId": "a", "message": {"role": "user", "content": "b"}},
-            {"type": "message", "id": "c", "parentId": "c", "message": {"role": "user", "content": "c"}}]
+    rows = [
+        HEADER,
+        {"type": "message", "id": "a", "parentId": "b", "message": {"role": "user", "content": "a"}},
+        {"type": "message", "id": "b", "parentId": "a", "message": {"role": "user", "content": "b"}},
+        {"type": "message", "id": "c", "parentId": "c", "message": {"role": "user", "content": "c"}},
+    ]
     _exercise("\n".join(json.dumps(r) for r in rows).encode() + b"\n")

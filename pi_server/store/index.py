@@ -8,8 +8,11 @@ file that shrank or whose header changed is re-indexed from scratch.
 
 from __future__ import annotations
 
+import gc
 import os
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +84,44 @@ class _Nav(msgspec.Struct):
 
 
 _nav_decoder = msgspec.json.Decoder(_Nav)
+
+_ABSENT: Any = msgspec.UNSET
+
+
+class _TextBlock(msgspec.Struct):
+    type: Any = None
+    text: Any = None
+
+
+class _TitleMsg(msgspec.Struct):
+    role: Any = _ABSENT
+    content: msgspec.Raw = msgspec.Raw(b"")
+    stopReason: Any = _ABSENT  # noqa: N815
+    errorMessage: Any = _ABSENT  # noqa: N815
+    toolCallId: Any = _ABSENT  # noqa: N815
+    toolName: Any = _ABSENT  # noqa: N815
+    command: Any = _ABSENT
+
+
+class _TitleEntry(msgspec.Struct):
+    type: Any = _ABSENT
+    id: Any = _ABSENT
+    timestamp: Any = _ABSENT
+    message: _TitleMsg | None = None
+    customType: Any = _ABSENT  # noqa: N815
+    content: Any = _ABSENT
+    tokensBefore: Any = _ABSENT  # noqa: N815
+    summary: Any = _ABSENT
+    modelId: Any = _ABSENT  # noqa: N815
+    thinkingLevel: Any = _ABSENT  # noqa: N815
+    label: Any = _ABSENT
+    name: Any = _ABSENT
+
+
+_TITLE_FIELDS = [f for f in _TitleEntry.__struct_fields__ if f != "message"]
+_TITLE_MSG_FIELDS = [f for f in _TitleMsg.__struct_fields__ if f != "content"]
+_title_decoder = msgspec.json.Decoder(_TitleEntry)
+_text_blocks_decoder = msgspec.json.Decoder(list[_TextBlock] | str)
 _blocks_decoder = msgspec.json.Decoder(list[_Block] | str | None)
 _intern: dict[Any, Any] = {}
 
@@ -121,17 +162,13 @@ class SessionIndex:
     parents: list[str | None] = field(default_factory=list)
     types: list[str] = field(default_factory=list)
     roles: list[str | None] = field(default_factory=list)
-    stop_reasons: list[str | None] = field(default_factory=list)
-    timestamps: list[Any] = field(default_factory=list)
     flags: bytearray = field(default_factory=bytearray)
     offsets: array = field(default_factory=lambda: array("q"))
     lengths: array = field(default_factory=lambda: array("l"))
-    lines: array = field(default_factory=lambda: array("l"))  # physical line number
     by_id: dict[str, int] = field(default_factory=dict)
     labels: dict[str, tuple[str, Any]] = field(default_factory=dict)
-    tool_titles: dict[str, str] = field(default_factory=dict)
-    tool_dups: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # ids used by several calls
-    _call_pos: dict[str, int] = field(default_factory=dict)
+    call_pos: dict[str, int] = field(default_factory=dict)  # tool call id -> assistant entry
+    tool_dups: dict[str, list[int]] = field(default_factory=dict)  # ids used by several assistant entries
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # session listing facts, kept as entries arrive
     message_count: int = 0
@@ -160,6 +197,10 @@ class SessionIndex:
     @property
     def version(self) -> int:
         return self.header.version if self.header else CURRENT_VERSION
+
+    @property
+    def _v1(self) -> bool:
+        return self.header is not None and self.header.version < 2
 
     @property
     def partial_tail(self) -> bool:
@@ -193,6 +234,10 @@ class SessionIndex:
         self.generation = gen + 1
 
     def _consume(self, buf: bytes, base: int) -> None:
+        with _no_gc():
+            self._consume_lines(buf, base)
+
+    def _consume_lines(self, buf: bytes, base: int) -> None:
         end = 0
         for off, length in iter_lines(buf, base):
             rel = off - base
@@ -250,50 +295,62 @@ class SessionIndex:
         self._ordinal = 1
 
     def _entry(self, nav: _Nav, msg_blocks: Any, off: int, length: int) -> None:
-        pos = len(self.ids)
-        v1 = self.version < 2
-        if v1:
+        ids = self.ids
+        by_id = self.by_id
+        pos = len(ids)
+        if self._v1:
             eid = synth_id(self._ordinal - 1)
-            parent = self.ids[pos - 1] if pos else None
+            parent = ids[pos - 1] if pos else None
             self._v1_by_ordinal[self._ordinal - 1] = pos
         else:
-            eid = nav.id if isinstance(nav.id, str) else None
-            if eid is None:
+            eid = nav.id
+            if type(eid) is not str:
                 # pi keys such entries by `undefined`; keep them addressable and report.
                 eid = f"line-{self._line_no + 1}"
                 self._diag(off, length, "warning", "missing-id", "entry has no id")
-            parent = nav.parentId if isinstance(nav.parentId, str) else None
-            if parent is not None:
-                known = self.by_id.get(parent)
+            parent = nav.parentId
+            if type(parent) is not str:
+                parent = None
+            else:
+                known = by_id.get(parent)
                 if known is not None:
-                    parent = self.ids[known]  # share the string object
-        etype = _canon(nav.type) if isinstance(nav.type, str) else _canon("")
+                    parent = ids[known]  # share the string object
+        t = nav.type
+        etype = (_intern.get(t) or _canon(t)) if type(t) is str else ""
         msg = nav.message
-        role = stop = None
+        role = None
         flags = 0
-        if etype == "message" and msg is not None:
-            role = _canon(msg.role) if isinstance(msg.role, str) else None
-            if role == "hookMessage" and self.version < 3:
-                role = _canon("custom")
-            stop = _canon(msg.stopReason) if isinstance(msg.stopReason, str) else None
-            has_content = bytes(msg.content) != b""
-            if has_content:
-                flags |= F_HAS_CONTENT
-            if role in ("assistant", "user"):
-                blocks = _decode_blocks(msg) if msg_blocks is _UNSET else msg_blocks
+        if etype == "message":
+            self.message_count += 1
+            if msg is not None:
+                r = msg.role
+                role = (_intern.get(r) or _canon(r)) if type(r) is str else None
+                if role == "hookMessage" and self.version < 3:
+                    role = _canon("custom")
+                sr = msg.stopReason
+                if type(sr) is str and sr and sr != "stop" and sr != "toolUse":
+                    flags |= F_ERRORISH
+                has_content = len(msg.content) > 0
+                if has_content:
+                    flags |= F_HAS_CONTENT
                 if role == "assistant":
-                    if titles.has_text(blocks):
+                    blocks = _decode_blocks(msg) if msg_blocks is _UNSET else msg_blocks
+                    if type(blocks) is list:
+                        for blk in blocks:
+                            bt = blk.type
+                            if bt == "text":
+                                if not flags & F_ASSISTANT_TEXT and type(blk.text) is str and js_trim(blk.text):
+                                    flags |= F_ASSISTANT_TEXT
+                            elif bt == "toolCall" and type(blk.id) is str:
+                                self._tool_call(pos, blk.id)
+                    elif type(blocks) is str and js_trim(blocks):
                         flags |= F_ASSISTANT_TEXT
-                    if isinstance(blocks, list):
-                        for b in blocks:
-                            if b.type == "toolCall" and isinstance(b.id, str):
-                                self._tool_call(pos, b)
-                self._listing_facts(role, blocks, has_content, msg.timestamp, nav.timestamp)
-            if stop and stop not in ("stop", "toolUse"):
-                flags |= F_ERRORISH
-            self.message_count += 1
-        elif etype == "message":
-            self.message_count += 1
+                    self._listing_facts(role, None, has_content, msg.timestamp, nav.timestamp)
+                elif role == "user":
+                    blocks = None
+                    if not self.first_message:
+                        blocks = _decode_blocks(msg) if msg_blocks is _UNSET else msg_blocks
+                    self._listing_facts(role, blocks, has_content, msg.timestamp, nav.timestamp)
         elif etype == "label":
             target = nav.targetId
             if isinstance(target, str):
@@ -306,30 +363,26 @@ class SessionIndex:
             n = nav.name
             self.name = (js_trim(n) or None) if isinstance(n, str) else None
 
-        if eid in self.by_id:
+        if eid in by_id:
             self._diag(off, length, "warning", "duplicate-id", f"duplicate id {eid}; the later entry wins")
-        self.by_id[eid] = pos
-        self.ids.append(eid)
+        by_id[eid] = pos
+        ids.append(eid)
         self.parents.append(parent)
         self.types.append(etype)
         self.roles.append(role)
-        self.stop_reasons.append(stop)
-        self.timestamps.append(nav.timestamp)
         self.flags.append(flags)
         self.offsets.append(off)
         self.lengths.append(length)
-        self.lines.append(self._line_no)
 
-    def _tool_call(self, pos: int, b: _Block) -> None:
-        title = titles.tool_call_title(b.name, _raw_args(b.arguments))
-        prev = self.tool_titles.get(b.id)
-        if prev is not None:
-            dups = self.tool_dups.get(b.id)
+    def _tool_call(self, pos: int, call_id: str) -> None:
+        """Remember which assistant entry defines a tool call; its title is made when shown."""
+        prev = self.call_pos.get(call_id)
+        if prev is not None and prev != pos:
+            dups = self.tool_dups.get(call_id)
             if dups is None:
-                self.tool_dups[b.id] = dups = [(self._call_pos[b.id], prev)]
-            dups.append((pos, title))
-        self.tool_titles[b.id] = title
-        self._call_pos[b.id] = pos
+                self.tool_dups[call_id] = dups = [prev]
+            dups.append(pos)
+        self.call_pos[call_id] = pos
 
     def _listing_facts(self, role: str, blocks: Any, has_content: bool, msg_ts: Any, entry_ts: Any) -> None:
         if not has_content:
@@ -337,7 +390,6 @@ class SessionIndex:
         if isinstance(msg_ts, (int, float)) and not isinstance(msg_ts, bool):
             t: float | None = float(msg_ts)
         else:
-
             ms = js_date_ms(entry_ts) if isinstance(entry_ts, str) else float("nan")
             t = None if ms != ms else ms
         if t is not None:
@@ -366,12 +418,16 @@ class SessionIndex:
         v = self.labels.get(entry_id)
         return v[0] if v else None
 
-    def read_entries(self, positions: list[int]) -> list[dict[str, Any]]:
-        """Full entries at the given positions, as pi holds them after loading."""
+    def read_entries(self, positions: list[int], *, light: bool = False) -> list[dict[str, Any]]:
+        """Entries at the given positions, as pi holds them after loading.
+
+        `light` reads only what titles and search look at (no tool output,
+        no thinking, no arguments), which is several times faster.
+        """
         if not positions:
             return []
         out: list[dict[str, Any]] = []
-        with open(self.path, "rb") as f:
+        with open(self.path, "rb") as f, _no_gc():
             fd = f.fileno()
             order = sorted(range(len(positions)), key=positions.__getitem__)
             got: dict[int, dict[str, Any]] = {}
@@ -391,13 +447,41 @@ class SessionIndex:
                 for k in range(i, j + 1):
                     p = positions[order[k]]
                     o = self.offsets[p] - start
-                    got[order[k]] = self._materialize(p, chunk[o : o + self.lengths[p]])
+                    raw = chunk[o : o + self.lengths[p]]
+                    got[order[k]] = self._light(p, raw) if light else self._materialize(p, raw)
                 i = j + 1
             out = [got[k] for k in range(len(positions))]
         return out
 
+    def line_of(self, pos: int) -> int:
+        """Physical 0-based line number of an entry (counted on demand)."""
+        with open(self.path, "rb") as f:
+            return f.read(self.offsets[pos]).count(b"\n")
+
+    def timestamps_of(self, positions: list[int]) -> list[Any]:
+        return [e.get("timestamp") for e in self.read_entries(positions)]
+
     def read_entry(self, pos: int) -> dict[str, Any]:
         return self.read_entries([pos])[0]
+
+    def _light(self, pos: int, raw: bytes) -> dict[str, Any]:
+        try:
+            e = _title_decoder.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+            return self._materialize(pos, raw)
+        out = {k: v for k in _TITLE_FIELDS if (v := getattr(e, k)) is not _ABSENT}
+        m = e.message
+        if m is not None:
+            msg = {k: v for k in _TITLE_MSG_FIELDS if (v := getattr(m, k)) is not _ABSENT}
+            if len(m.content):
+                try:
+                    msg["content"] = _text_blocks_decoder.decode(m.content)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    msg["content"] = _loads(bytes(m.content))
+            if msg.get("role") == "hookMessage" and self.version < 3:
+                msg["role"] = "custom"
+            out["message"] = msg
+        return out
 
     def _materialize(self, pos: int, raw: bytes) -> dict[str, Any]:
         try:
@@ -433,32 +517,38 @@ class SessionIndex:
 _UNSET: Any = object()
 
 
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic GC while building many small objects that are all kept.
+
+    Parsing thousands of entries otherwise triggers collections that scan
+    everything allocated so far (quadratic in effect); nothing here makes cycles.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def synth_id(ordinal: int) -> str:
     """A v1 entry's id: stable across runs, derived from its position."""
     return f"{ordinal:08x}"
 
 
 def _decode_blocks(msg: _Msg) -> Any:
-    raw = bytes(msg.content)
-    if not raw:
+    raw = msg.content
+    if not len(raw):
         return None
     try:
         return _blocks_decoder.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError):
         try:
-            return _blocks_from_obj(orjson.loads(raw))
+            return _blocks_from_obj(orjson.loads(bytes(raw)))
         except orjson.JSONDecodeError:
             return None
-
-
-def _raw_args(raw: msgspec.Raw) -> Any:
-    b = bytes(raw)
-    if not b or b == b"null":
-        return None
-    try:
-        return orjson.loads(b)
-    except orjson.JSONDecodeError:
-        return None
 
 
 def _blocks_from_obj(content: Any) -> Any:

@@ -30,6 +30,17 @@ class Layout:
     children: dict[int, list[int]]  # visible children per position (-1: roots)
     vparent: dict[int, int]  # visible parent per position (-1: root)
     multiple_roots: bool
+    _gjson: dict[int, list[dict[str, Any]]] | None = None
+
+    def gutters_json(self, row: int) -> list[dict[str, Any]]:
+        """Rows share gutter tuples with their siblings; build each JSON list once."""
+        g = self.gutters[row]
+        if self._gjson is None:
+            self._gjson = {}
+        hit = self._gjson.get(id(g))
+        if hit is None:
+            hit = self._gjson[id(g)] = [{"position": p, "show": s} for p, s in g]
+        return hit  # shared between rows: rows are read-only results
 
 
 class Outline:
@@ -42,6 +53,7 @@ class Outline:
         self._flat: OrderedDict[Any, tuple[list[int], set[int]]] = OrderedDict()
         self._layouts: OrderedDict[Any, Layout] = OrderedDict()
         self._search: list[str] | None = None
+        self._rank: tuple[list[int], dict[int, int]] | None = None
 
     def _check(self) -> None:
         if self._gen != self.idx.generation:
@@ -101,9 +113,45 @@ class Outline:
         self._check()
         if self._search is None:
             idx = self.idx
-            entries = idx.read_entries(list(range(len(idx))))
+            entries = idx.read_entries(list(range(len(idx))), light=True)
             self._search = [titles.search_text(e, idx.label_of(idx.ids[p])).lower() for p, e in enumerate(entries)]
         return self._search
+
+    def tool_titles(self, entries: list[dict[str, Any]], order: list[int]) -> dict[str, str]:
+        """Titles of the tool calls the given tool results answer (pi's formatToolCall)."""
+        idx = self.idx
+        want: dict[str, int] = {}
+        for e in entries:
+            msg = e.get("message")
+            if e.get("type") == "message" and isinstance(msg, dict) and msg.get("role") == "toolResult":
+                call = msg.get("toolCallId")
+                if isinstance(call, str) and call in idx.call_pos:
+                    want[call] = self._definer(call, order)
+        if not want:
+            return {}
+        defs = dict(zip(want.values(), idx.read_entries(list(want.values())), strict=True))
+        out: dict[str, str] = {}
+        for call, pos in want.items():
+            content = (defs[pos].get("message") or {}).get("content")
+            block = None
+            for c in content if isinstance(content, list) else ():
+                if isinstance(c, dict) and c.get("type") == "toolCall" and c.get("id") == call:
+                    block = c  # a later block with the same id wins, as in pi's map
+            if block is not None:
+                out[call] = titles.tool_call_title(block.get("name"), block.get("arguments"))
+        return out
+
+    def _definer(self, call: str, order: list[int]) -> int:
+        """The assistant entry whose call pi shows: the last one in tree order."""
+        idx = self.idx
+        dups = idx.tool_dups.get(call)
+        if not dups:
+            return idx.call_pos[call]
+        if self._rank is None or self._rank[0] is not order:
+            self._rank = (order, {p: i for i, p in enumerate(order)})
+        rank = self._rank[1]
+        placed = [p for p in dups if p in rank]
+        return max(placed, key=rank.__getitem__) if placed else idx.call_pos[call]
 
     def layout(self, leaf: int | None, filt: str, search: str, folded: frozenset[str]) -> Layout:
         key = (leaf, filt, search, folded)
@@ -162,16 +210,17 @@ class Outline:
 
 
 def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
-    vis = set(visible)
+    n = len(tree.parent)
+    vis = bytearray(n)
+    for pos in visible:
+        vis[pos] = 1
     # nearest visible ancestor, in one pre-order pass (parents come first)
-    nva: dict[int, int] = {}
+    nva = [-1] * n
     parent = tree.parent
     for pos in order:
         p = parent[pos]
-        if p == -1:
-            nva[pos] = -1
-        else:
-            nva[pos] = p if p in vis else nva.get(p, -1)
+        if p != -1:
+            nva[pos] = p if vis[p] else nva[p]
     children: dict[int, list[int]] = {-1: []}
     for pos in visible:
         a = nva[pos]
@@ -182,28 +231,33 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
             lst.append(pos)
     vroots = children[-1]
     multiple = len(vroots) > 1
-    indent: dict[int, int] = {}
-    connector: dict[int, str] = {}
-    gutters: dict[int, tuple[tuple[int, bool], ...]] = {}
+    indent = [0] * n
+    connector = [""] * n
+    gutters: list[tuple[tuple[int, bool], ...]] = [()] * n
     stack: list[tuple[int, int, bool, bool, bool, tuple[tuple[int, bool], ...], bool]] = []
     for i in range(len(vroots) - 1, -1, -1):
         stack.append((vroots[i], 1 if multiple else 0, multiple, multiple, i == len(vroots) - 1, (), multiple))
+    get_kids = children.get
     while stack:
         pos, ind, just_branched, show_conn, is_last, gut, virtual_child = stack.pop()
-        display = max(0, ind - 1) if multiple else ind
-        shown = show_conn and not virtual_child
-        indent[pos] = display
-        connector[pos] = ("└─" if is_last else "├─") if shown else ""
-        gutters[pos] = gut
-        kids = children.get(pos, ())
-        many = len(kids) > 1
-        if many or (just_branched and ind > 0):
-            child_ind = ind + 1
-        else:
-            child_ind = ind
-        child_gut = gut + ((max(0, display - 1), not is_last),) if shown else gut
-        for i in range(len(kids) - 1, -1, -1):
-            stack.append((kids[i], child_ind, many, many, i == len(kids) - 1, child_gut, False))
+        while True:  # follow single-child chains without the stack
+            display = (ind - 1 if ind > 0 else 0) if multiple else ind
+            shown = show_conn and not virtual_child
+            indent[pos] = display
+            gutters[pos] = gut
+            if shown:
+                connector[pos] = "└─" if is_last else "├─"
+                gut = gut + ((display - 1 if display > 0 else 0, not is_last),)  # for the children
+            kids = get_kids(pos)
+            if not kids:
+                break
+            many = len(kids) > 1
+            child_ind = ind + 1 if many or (just_branched and ind > 0) else ind
+            if many:
+                for i in range(len(kids) - 1, -1, -1):
+                    stack.append((kids[i], child_ind, True, True, i == len(kids) - 1, gut, False))
+                break
+            pos, ind, just_branched, show_conn, is_last, virtual_child = kids[0], child_ind, False, False, True, False
     return Layout(
         rows=visible,
         indent=[indent[p] for p in visible],
@@ -244,9 +298,9 @@ def get_tree(
     end = total if limit is None else min(total, offset + max(0, limit))
     window = list(range(offset, end))
     positions = [lay.rows[r] for r in window]
-    entries = idx.read_entries(positions)
+    entries = idx.read_entries(positions, light=True)
     order, active = outline.flat(leaf)
-    tool_titles = _tool_titles(idx, order)
+    tool_titles = outline.tool_titles(entries, order)
     rows = []
     for r, pos, entry in zip(window, positions, entries, strict=True):
         eid = idx.ids[pos]
@@ -258,13 +312,13 @@ def get_tree(
             "title": titles.display_title(entry, tool_titles),
             "indent": lay.indent[r],
             "connector": lay.connector[r],
-            "gutters": [{"position": p, "show": s} for p, s in lay.gutters[r]],
+            "gutters": lay.gutters_json(r),
             "onActivePath": pos in active,
             "isLeaf": pos == leaf,
             "foldable": foldable,
             "folded": eid in fset,
             "childCount": len(lay.children.get(pos, ())),
-            "timestamp": idx.timestamps[pos],
+            "timestamp": entry.get("timestamp"),
         }
         if idx.roles[pos] is not None:
             row["role"] = idx.roles[pos]
@@ -273,19 +327,6 @@ def get_tree(
             row["label"] = label
         rows.append(row)
     return {"leafId": leaf_id, "total": total, "offset": offset, "rows": rows}
-
-
-def _tool_titles(idx: SessionIndex, order: list[int]) -> dict[str, str]:
-    """Tool call titles by id; where an id repeats, pi keeps the last one in tree order."""
-    if not idx.tool_dups:
-        return idx.tool_titles
-    rank = {pos: i for i, pos in enumerate(order)}
-    merged = dict(idx.tool_titles)
-    for call_id, defs in idx.tool_dups.items():
-        placed = [(rank[pos], title) for pos, title in defs if pos in rank]
-        if placed:
-            merged[call_id] = max(placed)[1]
-    return merged
 
 
 def render_text(result: dict[str, Any]) -> list[str]:

@@ -8,7 +8,7 @@ entries; ids are looked up only at the edges.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cmp_to_key
 
 from pi_server.jsutil import js_date_ms
@@ -20,7 +20,6 @@ class Tree:
     roots: list[int]
     children: dict[int, list[int]]
     parent: list[int]  # parent position, -1 for a root (orphans included)
-    unreachable: list[int] = field(default_factory=list)  # entries caught in parentId cycles
 
 
 def _ts_cmp(a: float, b: float) -> int:
@@ -56,31 +55,24 @@ def build_tree(idx: SessionIndex) -> Tree:
             children[ppos] = [pos]
         else:
             kids.append(pos)
-    stamps = idx.timestamps
-    for kids in children.values():
+    branching = [kids for kids in children.values() if len(kids) > 1]
+    flat = [k for kids in branching for k in kids]
+    stamps = dict(zip(flat, idx.timestamps_of(flat), strict=True))
+    for kids in branching:
         if len(kids) > 1:
             keys = {k: js_date_ms(stamps[k]) for k in kids}
             if any(math.isnan(v) for v in keys.values()):
                 kids.sort(key=cmp_to_key(lambda a, b, k=keys: _ts_cmp(k[a], k[b])))
             else:
                 kids.sort(key=keys.__getitem__)
-    tree = Tree(roots, children, parent)
-    reached = _count_reachable(tree)
-    unique = sum(1 for pos in range(n) if by_id[ids[pos]] == pos)
-    if reached < unique:
-        seen = _reachable_set(tree)
-        tree.unreachable = [pos for pos in range(n) if by_id[ids[pos]] == pos and pos not in seen]
-    return tree
+    return Tree(roots, children, parent)
 
 
-def _count_reachable(tree: Tree) -> int:
-    count = 0
-    stack = list(tree.roots)
-    while stack:
-        pos = stack.pop()
-        count += 1
-        stack.extend(tree.children.get(pos, ()))
-    return count
+def unreachable(idx: SessionIndex, tree: Tree) -> list[int]:
+    """Entries no root reaches: those caught in parentId cycles (pi drops them silently)."""
+    seen = _reachable_set(tree)
+    ids, by_id = idx.ids, idx.by_id
+    return [pos for pos in range(len(ids)) if by_id[ids[pos]] == pos and pos not in seen]
 
 
 def _reachable_set(tree: Tree) -> set[int]:
@@ -136,13 +128,13 @@ def tree_diagnostics(idx: SessionIndex, tree: Tree) -> list[Diagnostic]:
     out: list[Diagnostic] = []
 
     def diag(pos: int, sev: str, code: str, msg: str) -> None:
-        out.append(Diagnostic(idx.lines[pos], idx.offsets[pos], idx.lengths[pos], sev, code, msg))
+        out.append(Diagnostic(idx.line_of(pos), idx.offsets[pos], idx.lengths[pos], sev, code, msg))
 
     for pos in tree.roots:
         p = idx.parents[pos]
         if p is not None and p != idx.ids[pos]:
             diag(pos, "warning", "orphan", f"parent {p} does not exist; shown as a root")
-    for pos in tree.unreachable:
+    for pos in unreachable(idx, tree):
         diag(pos, "error", "cycle", "entry is part of a parentId cycle; it is not reachable from any root")
     for pos, t in enumerate(idx.types):
         if t == "label":
