@@ -22,6 +22,8 @@ class SessionContext:
     entry_ids: list[str]
     model: dict[str, Any] | None
     thinking_level: Any
+    sources: list[int]  # index into the given path of the entry behind each message
+    positions: list[int] | None = None  # index positions of those entries, when built from an index
 
 
 def _custom_message(e: dict[str, Any]) -> dict[str, Any]:
@@ -66,12 +68,15 @@ def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
 
     messages: list[dict[str, Any]] = []
     ids: list[str] = []
+    sources: list[int] = []
+    where = {id(e): i for i, e in enumerate(path)}
 
     def add(e: dict[str, Any]) -> None:
         m = _to_message(e)
         if m is not None:
             messages.append(m)
             ids.append(e.get("id"))  # type: ignore[arg-type]
+            sources.append(where[id(e)])
 
     if compaction is not None:
         summary: dict[str, Any] = {"role": "compactionSummary"}
@@ -82,6 +87,7 @@ def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
         summary["timestamp"] = js_date_json(compaction.get("timestamp"))
         messages.append(summary)
         ids.append(compaction.get("id"))  # type: ignore[arg-type]
+        sources.append(where[id(compaction)])
         cidx = next(
             (i for i, e in enumerate(path) if e.get("type") == "compaction" and e.get("id") == compaction.get("id")),
             -1,
@@ -98,7 +104,7 @@ def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
     else:
         for e in path:
             add(e)
-    return SessionContext(messages, ids, model, thinking)
+    return SessionContext(messages, ids, model, thinking, sources)
 
 
 def _model(provider: Any, model_id: Any) -> dict[str, Any]:
@@ -110,10 +116,49 @@ def _model(provider: Any, model_id: Any) -> dict[str, Any]:
     return m
 
 
+_PRODUCES = frozenset(("message", "custom_message", "branch_summary"))
+
+
 def build_context(idx: SessionIndex, leaf_id: str | None, *, before_first: bool = False) -> SessionContext:
-    """Context for a leaf (None: the file's last entry; before_first: empty)."""
+    """Context for a leaf (None: the file's last entry; before_first: empty).
+
+    Only the entries that can change the answer are read from disk: the last
+    settings entries, the last compaction, and the message entries after its
+    first kept entry. The result is the one `context_for_path` gives for the
+    whole path.
+    """
     if before_first or not idx.ids:
-        return SessionContext([], [], None, "off")
+        return SessionContext([], [], None, "off", [], [])
     leaf = idx.by_id[leaf_id] if leaf_id is not None else len(idx.ids) - 1
-    positions = path_to(idx, leaf)
-    return context_for_path(idx.read_entries(positions))
+    path = path_to(idx, leaf)
+    types, roles = idx.types, idx.roles
+    last_model = last_thinking = last_compaction = -1
+    for i, pos in enumerate(path):
+        t = types[pos]
+        if t == "message":
+            if roles[pos] == "assistant":
+                last_model = i
+        elif t == "model_change":
+            last_model = i
+        elif t == "thinking_level_change":
+            last_thinking = i
+        elif t == "compaction":
+            last_compaction = i
+    start = 0
+    keep: set[int] = {i for i in (last_model, last_thinking, last_compaction) if i >= 0}
+    if last_compaction >= 0:
+        comp = idx.read_entry(path[last_compaction])
+        kept = comp.get("firstKeptEntryId")
+        kept_pos = idx.by_id.get(kept) if isinstance(kept, str) else None
+        where = {pos: i for i, pos in enumerate(path[:last_compaction])} if kept_pos is not None else {}
+        if kept_pos in where:
+            start = where[kept_pos]
+            keep.add(start)
+        else:
+            start = last_compaction  # nothing before the compaction is kept
+    keep.update(i for i in range(start, len(path)) if types[path[i]] in _PRODUCES)
+    chosen = [path[i] for i in sorted(keep)]
+    ctx = context_for_path(idx.cached_entries(chosen))
+    ctx.positions = [chosen[i] for i in ctx.sources]
+    ctx.entry_ids = [idx.ids[p] for p in ctx.positions]
+    return ctx

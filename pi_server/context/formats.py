@@ -4,15 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_server.context.build import build_context
+from pi_server.context.build import SessionContext, build_context
 from pi_server.llm.anthropic import request_body
 from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.models import OPENAI_DEFAULT, anthropic_model
 from pi_server.llm.openai import convert_messages as openai_messages
-from pi_server.llm.tokens import estimate_total
+from pi_server.llm.tokens import estimate_tokens, estimate_total
 from pi_server.store.index import SessionIndex
 
 FORMATS = ("agent", "llm", "anthropic", "openai")
+
+
+def _tokens(idx: SessionIndex, ctx: SessionContext) -> int:
+    """estimateTokens summed, each entry's estimate computed once per index."""
+    if ctx.positions is None:
+        return estimate_total(ctx.messages)
+    cache = idx.tokens
+    total = 0
+    for pos, m in zip(ctx.positions, ctx.messages, strict=True):
+        t = cache.get(pos)
+        if t is None:
+            t = cache[pos] = estimate_tokens(m)
+        total += t
+    return total
 
 
 def context_result(
@@ -24,7 +38,7 @@ def context_result(
         "leafId": resolved_leaf,
         "model": ctx.model,
         "thinkingLevel": ctx.thinking_level,
-        "tokens": estimate_total(ctx.messages),
+        "tokens": _tokens(idx, ctx),
     }
     if fmt == "agent":
         out["messages"], out["entryIds"] = ctx.messages, ctx.entry_ids

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import os
 from array import array
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,7 +21,6 @@ import msgspec
 import orjson
 
 from pi_server.jsutil import js_date_ms, js_trim
-from pi_server.store.lines import iter_lines
 from pi_server.tree import titles
 
 CURRENT_VERSION = 3
@@ -175,6 +175,10 @@ class SessionIndex:
     first_message: str = ""
     last_activity_ms: float | None = None
     name: str | None = None
+    cache_budget: int = 24 << 20
+    tokens: dict[int, int] = field(default_factory=dict)  # estimateTokens of each entry's message
+    _cache: OrderedDict = field(default_factory=OrderedDict)
+    _cache_bytes: int = 0
     # read position
     size: int = 0  # bytes consumed (complete lines only)
     generation: int = 0  # bumped on every change, keys caches
@@ -238,26 +242,129 @@ class SessionIndex:
             self._consume_lines(buf, base)
 
     def _consume_lines(self, buf: bytes, base: int) -> None:
-        end = 0
-        for off, length in iter_lines(buf, base):
-            rel = off - base
-            raw = buf[rel : rel + length]
-            self._line(raw, off, length)
+        # The common line (a v2/v3 entry that decodes, with a fresh id) is handled
+        # inline with local names; everything else goes through _line/_entry.
+        find = buf.find
+        decode = _nav_decoder.decode
+        ids, parents, types, roles = self.ids, self.parents, self.types, self.roles
+        flags_arr, offsets, lengths, by_id = self.flags, self.offsets, self.lengths, self.by_id
+        intern_get = _intern.get
+        start = 0
+        while True:
+            nl = find(b"\n", start)
+            if nl < 0:
+                break
+            raw = buf[start:nl]
+            off = base + start
+            length = nl - start
+            start = nl + 1
+            fast = self.header is not None and not self._v1
+            nav = None
+            if fast:
+                try:
+                    nav = decode(raw)
+                except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+                    fast = False
+            if fast:
+                t = nav.type
+                eid = nav.id
+                if type(t) is not str or t in _SLOW_TYPES or type(eid) is not str or eid in by_id:
+                    fast = False
+            if not fast:
+                self._line(raw, off, length, nav)
+                self._line_no += 1
+                continue
+            self._ordinal += 1
+            parent = nav.parentId
+            if type(parent) is not str:
+                parent = None
+            else:
+                known = by_id.get(parent)
+                if known is not None:
+                    parent = ids[known]
+            etype = intern_get(t) or _canon(t)
+            role = None
+            fl = 0
+            if etype == "message":
+                self.message_count += 1
+                msg = nav.message
+                if msg is not None:
+                    r = msg.role
+                    role = (intern_get(r) or _canon(r)) if type(r) is str else None
+                    if role == "hookMessage" and self.header.version < 3:  # type: ignore[union-attr]
+                        role = _canon("custom")
+                    sr = msg.stopReason
+                    if type(sr) is str and sr and sr != "stop" and sr != "toolUse":
+                        fl = F_ERRORISH
+                    content = msg.content
+                    has_content = len(content) > 0
+                    if has_content:
+                        fl |= F_HAS_CONTENT
+                    if role == "assistant" or role == "user":
+                        if role == "assistant":
+                            blocks = _decode_blocks(msg)
+                            if type(blocks) is list:
+                                for blk in blocks:
+                                    bt = blk.type
+                                    if bt == "text":
+                                        if not fl & F_ASSISTANT_TEXT and type(blk.text) is str and js_trim(blk.text):
+                                            fl |= F_ASSISTANT_TEXT
+                                    elif bt == "toolCall" and type(blk.id) is str:
+                                        self._tool_call(len(ids), blk.id)
+                            elif type(blocks) is str and js_trim(blocks):
+                                fl |= F_ASSISTANT_TEXT
+                        if has_content:
+                            mts = msg.timestamp
+                            tm = type(mts)
+                            if tm is int or tm is float:
+                                last = self.last_activity_ms
+                                if last is None or mts > last:
+                                    self.last_activity_ms = float(mts)
+                                if role == "user" and not self.first_message:
+                                    self._listing_facts(role, _decode_blocks(msg), True, None, None)
+                            else:
+                                blocks = _decode_blocks(msg) if role == "user" and not self.first_message else None
+                                self._listing_facts(role, blocks, True, mts, nav.timestamp)
+            by_id[eid] = len(ids)
+            ids.append(eid)
+            parents.append(parent)
+            types.append(etype)
+            roles.append(role)
+            flags_arr.append(fl)
+            offsets.append(off)
+            lengths.append(length)
             self._line_no += 1
-            end = rel + length + 1
-        self.size = base + end
-        self._pending = end < len(buf) and bool(buf[end:].strip())
+        self.size = base + start
+        self._pending = start < len(buf) and bool(buf[start:].strip())
 
-    def _line(self, raw: bytes, off: int, length: int) -> None:
+    def _assistant_flags(self, pos: int, msg: _Msg) -> int:
+        return self._assistant_flags_of(pos, _decode_blocks(msg))
+
+    def _assistant_flags_of(self, pos: int, blocks: Any) -> int:
+        fl = 0
+        if type(blocks) is list:
+            for blk in blocks:
+                bt = blk.type
+                if bt == "text":
+                    if not fl and type(blk.text) is str and js_trim(blk.text):
+                        fl = F_ASSISTANT_TEXT
+                elif bt == "toolCall" and type(blk.id) is str:
+                    self._tool_call(pos, blk.id)
+        elif type(blocks) is str and js_trim(blocks):
+            fl = F_ASSISTANT_TEXT
+        return fl
+
+    def _line(self, raw: bytes, off: int, length: int, nav: _Nav | None = None) -> None:
         orig = raw
         if self.header is None and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]  # JS's trim() drops a leading BOM before pi parses
         stripped = raw.strip()
         if not stripped:
             return
+        msg_blocks: Any = _UNSET
         try:
-            nav = _nav_decoder.decode(stripped)
-            msg_blocks: Any = _UNSET
+            if nav is None or orig is not raw or stripped != raw:
+                nav = _nav_decoder.decode(stripped)
         except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
             try:
                 obj = _loads(stripped)
@@ -334,17 +441,10 @@ class SessionIndex:
                 if has_content:
                     flags |= F_HAS_CONTENT
                 if role == "assistant":
-                    blocks = _decode_blocks(msg) if msg_blocks is _UNSET else msg_blocks
-                    if type(blocks) is list:
-                        for blk in blocks:
-                            bt = blk.type
-                            if bt == "text":
-                                if not flags & F_ASSISTANT_TEXT and type(blk.text) is str and js_trim(blk.text):
-                                    flags |= F_ASSISTANT_TEXT
-                            elif bt == "toolCall" and type(blk.id) is str:
-                                self._tool_call(pos, blk.id)
-                    elif type(blocks) is str and js_trim(blocks):
-                        flags |= F_ASSISTANT_TEXT
+                    if msg_blocks is _UNSET:
+                        flags |= self._assistant_flags(pos, msg)
+                    else:
+                        flags |= self._assistant_flags_of(pos, msg_blocks)
                     self._listing_facts(role, None, has_content, msg.timestamp, nav.timestamp)
                 elif role == "user":
                     blocks = None
@@ -439,7 +539,7 @@ class SessionIndex:
                 end = start + self.lengths[positions[order[i]]]
                 while j + 1 < len(order):
                     p = positions[order[j + 1]]
-                    if self.offsets[p] - end > 65536:
+                    if self.offsets[p] - end > 65536 or end - start > _MAX_RUN:
                         break
                     end = max(end, self.offsets[p] + self.lengths[p])
                     j += 1
@@ -451,6 +551,27 @@ class SessionIndex:
                     got[order[k]] = self._light(p, raw) if light else self._materialize(p, raw)
                 i = j + 1
             out = [got[k] for k in range(len(positions))]
+        return out
+
+    def cached_entries(self, positions: list[int]) -> list[dict[str, Any]]:
+        """Like read_entries, through a small LRU of parsed entries (treat them as read-only).
+
+        Context builds along the same branch re-read the same entries; the cache
+        holds at most `cache_budget` bytes of source lines.
+        """
+        cache = self._cache
+        missing = [p for p in positions if p not in cache]
+        if missing:
+            for p, e in zip(missing, self.read_entries(missing), strict=True):
+                cache[p] = e
+                self._cache_bytes += self.lengths[p]
+        out = []
+        for p in positions:
+            cache.move_to_end(p)
+            out.append(cache[p])
+        while self._cache_bytes > self.cache_budget and cache:
+            p, _ = cache.popitem(last=False)
+            self._cache_bytes -= self.lengths[p]
         return out
 
     def line_of(self, pos: int) -> int:
@@ -515,6 +636,8 @@ class SessionIndex:
 
 
 _UNSET: Any = object()
+_MAX_RUN = 8 << 20  # bytes read in one call
+_SLOW_TYPES = frozenset(("label", "session_info", "session"))
 
 
 @contextmanager
