@@ -57,27 +57,20 @@ def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
     compaction: dict[str, Any] | None = None
     for e in path:
         t = e.get("type")
-        if t == "thinking_level_change":
+        if t == "message":
+            m = e.get("message")
+            if type(m) is dict and m.get("role") == "assistant":
+                model = _model(m.get("provider"), m.get("model"))
+        elif t == "thinking_level_change":
             thinking = e.get("thinkingLevel")
         elif t == "model_change":
             model = _model(e.get("provider"), e.get("modelId"))
-        elif t == "message" and isinstance(e.get("message"), dict) and e["message"].get("role") == "assistant":
-            model = _model(e["message"].get("provider"), e["message"].get("model"))
         elif t == "compaction":
             compaction = e
 
     messages: list[dict[str, Any]] = []
     ids: list[str] = []
     sources: list[int] = []
-    where = {id(e): i for i, e in enumerate(path)}
-
-    def add(e: dict[str, Any]) -> None:
-        m = _to_message(e)
-        if m is not None:
-            messages.append(m)
-            ids.append(e.get("id"))  # type: ignore[arg-type]
-            sources.append(where[id(e)])
-
     if compaction is not None:
         summary: dict[str, Any] = {"role": "compactionSummary"}
         if "summary" in compaction:
@@ -87,23 +80,30 @@ def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
         summary["timestamp"] = js_date_json(compaction.get("timestamp"))
         messages.append(summary)
         ids.append(compaction.get("id"))  # type: ignore[arg-type]
-        sources.append(where[id(compaction)])
-        cidx = next(
-            (i for i, e in enumerate(path) if e.get("type") == "compaction" and e.get("id") == compaction.get("id")),
-            -1,
-        )
+        cid = compaction.get("id")
+        cidx = next((i for i, e in enumerate(path) if e.get("type") == "compaction" and e.get("id") == cid), -1)
+        sources.append(cidx)
         kept = compaction.get("firstKeptEntryId")
-        found = False
-        for e in path[: max(cidx, 0)]:
-            if e.get("id") == kept:
-                found = True
-            if found:
-                add(e)
-        for e in path[cidx + 1 :]:
-            add(e)
+        start = next((i for i in range(max(cidx, 0)) if path[i].get("id") == kept), cidx)
+        span = [*range(start, max(cidx, 0)), *range(cidx + 1, len(path))]
     else:
-        for e in path:
-            add(e)
+        span = range(len(path))
+    for i in span:
+        e = path[i]
+        t = e.get("type")
+        if t == "message":
+            m = e.get("message")
+            if type(m) is not dict:
+                continue
+        elif t == "custom_message" or t == "branch_summary":
+            m = _to_message(e)
+            if m is None:
+                continue
+        else:
+            continue
+        messages.append(m)
+        ids.append(e.get("id"))  # type: ignore[arg-type]
+        sources.append(i)
     return SessionContext(messages, ids, model, thinking, sources)
 
 
@@ -122,15 +122,23 @@ _PRODUCES = frozenset(("message", "custom_message", "branch_summary"))
 def build_context(idx: SessionIndex, leaf_id: str | None, *, before_first: bool = False) -> SessionContext:
     """Context for a leaf (None: the file's last entry; before_first: empty).
 
-    Only the entries that can change the answer are read from disk: the last
-    settings entries, the last compaction, and the message entries after its
-    first kept entry. The result is the one `context_for_path` gives for the
-    whole path.
+    Only the entries that can change the answer are read: the last settings
+    entries, the last compaction, and the message entries after its first kept
+    entry. The result is the one `context_for_path` gives for the whole path.
     """
     if before_first or not idx.ids:
         return SessionContext([], [], None, "off", [], [])
     leaf = idx.by_id[leaf_id] if leaf_id is not None else len(idx.ids) - 1
-    path = path_to(idx, leaf)
+    chosen = _select_from_ancestry(idx, leaf) if not idx.irregular else None
+    if chosen is None:
+        chosen = _select_by_walk(idx, path_to(idx, leaf))
+    ctx = context_for_path(idx.cached_entries(chosen))
+    ctx.positions = [chosen[i] for i in ctx.sources]
+    ctx.entry_ids = [idx.ids[p] for p in ctx.positions]
+    return ctx
+
+
+def _select_by_walk(idx: SessionIndex, path: list[int]) -> list[int]:
     types, roles = idx.types, idx.roles
     last_model = last_thinking = last_compaction = -1
     for i, pos in enumerate(path):
@@ -147,9 +155,7 @@ def build_context(idx: SessionIndex, leaf_id: str | None, *, before_first: bool 
     start = 0
     keep: set[int] = {i for i in (last_model, last_thinking, last_compaction) if i >= 0}
     if last_compaction >= 0:
-        comp = idx.read_entry(path[last_compaction])
-        kept = comp.get("firstKeptEntryId")
-        kept_pos = idx.by_id.get(kept) if isinstance(kept, str) else None
+        kept_pos = _first_kept(idx, path[last_compaction])
         where = {pos: i for i, pos in enumerate(path[:last_compaction])} if kept_pos is not None else {}
         if kept_pos in where:
             start = where[kept_pos]
@@ -157,8 +163,52 @@ def build_context(idx: SessionIndex, leaf_id: str | None, *, before_first: bool 
         else:
             start = last_compaction  # nothing before the compaction is kept
     keep.update(i for i in range(start, len(path)) if types[path[i]] in _PRODUCES)
-    chosen = [path[i] for i in sorted(keep)]
-    ctx = context_for_path(idx.cached_entries(chosen))
-    ctx.positions = [chosen[i] for i in ctx.sources]
-    ctx.entry_ids = [idx.ids[p] for p in ctx.positions]
-    return ctx
+    return [path[i] for i in sorted(keep)]
+
+
+def _first_kept(idx: SessionIndex, comp: int) -> int | None:
+    kept = idx.cached_entries([comp])[0].get("firstKeptEntryId")
+    return idx.by_id.get(kept) if isinstance(kept, str) else None
+
+
+def _parent(idx: SessionIndex, pos: int) -> int:
+    p = idx.parents[pos]
+    return idx.by_id.get(p, -1) if p is not None else -1
+
+
+def _select_from_ancestry(idx: SessionIndex, leaf: int) -> list[int] | None:
+    """Same selection as _select_by_walk, walking only the compaction window."""
+    comp = idx.anc_compaction[leaf]
+    if comp < 0:
+        return None  # every message on the path counts: walk it
+    types = idx.types
+    window: list[int] = []  # compaction .. leaf, leaf first
+    cur = leaf
+    while cur != comp:
+        if cur == -1 or len(window) > len(idx):
+            return None
+        window.append(cur)
+        cur = _parent(idx, cur)
+    window.append(comp)
+    window.reverse()
+    kept_pos = _first_kept(idx, comp)
+    before: list[int] = []  # first kept .. compaction (exclusive), if it is on the path
+    if kept_pos is not None:
+        cur = _parent(idx, comp)
+        steps = 0
+        while cur != -1 and cur != kept_pos and steps <= len(idx):
+            before.append(cur)
+            cur = _parent(idx, cur)
+            steps += 1
+        if cur == kept_pos:
+            before.append(kept_pos)
+            before.reverse()
+        else:
+            before = []
+    settings = [p for p in (idx.anc_model[leaf], idx.anc_thinking[leaf]) if p >= 0]
+    on_window = before + window
+    inside = set(on_window)
+    chosen = sorted(p for p in settings if p not in inside)  # earlier on the path than the window
+    wanted = set(settings) | {kept_pos, comp}
+    chosen += [p for p in on_window if types[p] in _PRODUCES or p in wanted]
+    return chosen

@@ -167,6 +167,12 @@ class SessionIndex:
     lengths: array = field(default_factory=lambda: array("l"))
     by_id: dict[str, int] = field(default_factory=dict)
     labels: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    # per entry: nearest model-setting / thinking / compaction entry on its path (-1: none);
+    # exact unless `irregular` (a parent after its child, or a duplicate id)
+    anc_model: array = field(default_factory=lambda: array("l"))
+    anc_thinking: array = field(default_factory=lambda: array("l"))
+    anc_compaction: array = field(default_factory=lambda: array("l"))
+    irregular: bool = False
     call_pos: dict[str, int] = field(default_factory=dict)  # tool call id -> assistant entry
     tool_dups: dict[str, list[int]] = field(default_factory=dict)  # ids used by several assistant entries
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -276,12 +282,15 @@ class SessionIndex:
                 continue
             self._ordinal += 1
             parent = nav.parentId
+            known = None
             if type(parent) is not str:
                 parent = None
             else:
                 known = by_id.get(parent)
                 if known is not None:
                     parent = ids[known]
+                else:
+                    self.irregular = True
             etype = intern_get(t) or _canon(t)
             role = None
             fl = 0
@@ -325,6 +334,7 @@ class SessionIndex:
                             else:
                                 blocks = _decode_blocks(msg) if role == "user" and not self.first_message else None
                                 self._listing_facts(role, blocks, True, mts, nav.timestamp)
+            self._ancestry(len(ids), known, etype, role)
             by_id[eid] = len(ids)
             ids.append(eid)
             parents.append(parent)
@@ -405,9 +415,11 @@ class SessionIndex:
         ids = self.ids
         by_id = self.by_id
         pos = len(ids)
+        known = None
         if self._v1:
             eid = synth_id(self._ordinal - 1)
             parent = ids[pos - 1] if pos else None
+            known = pos - 1 if pos else None
             self._v1_by_ordinal[self._ordinal - 1] = pos
         else:
             eid = nav.id
@@ -422,6 +434,8 @@ class SessionIndex:
                 known = by_id.get(parent)
                 if known is not None:
                     parent = ids[known]  # share the string object
+                else:
+                    self.irregular = True
         t = nav.type
         etype = (_intern.get(t) or _canon(t)) if type(t) is str else ""
         msg = nav.message
@@ -464,7 +478,9 @@ class SessionIndex:
             self.name = (js_trim(n) or None) if isinstance(n, str) else None
 
         if eid in by_id:
+            self.irregular = True
             self._diag(off, length, "warning", "duplicate-id", f"duplicate id {eid}; the later entry wins")
+        self._ancestry(pos, known, etype, role)
         by_id[eid] = pos
         ids.append(eid)
         self.parents.append(parent)
@@ -473,6 +489,26 @@ class SessionIndex:
         self.flags.append(flags)
         self.offsets.append(off)
         self.lengths.append(length)
+
+    def _ancestry(self, pos: int, ppos: int | None, etype: str, role: str | None) -> None:
+        """Nearest entry on the path to `pos` (itself included) that sets the model,
+        the thinking level, or is a compaction: context builds start from these."""
+        if ppos is None:
+            m = th = c = -1
+        else:
+            m, th, c = self.anc_model[ppos], self.anc_thinking[ppos], self.anc_compaction[ppos]
+        if etype == "message":
+            if role == "assistant":
+                m = pos
+        elif etype == "model_change":
+            m = pos
+        elif etype == "thinking_level_change":
+            th = pos
+        elif etype == "compaction":
+            c = pos
+        self.anc_model.append(m)
+        self.anc_thinking.append(th)
+        self.anc_compaction.append(c)
 
     def _tool_call(self, pos: int, call_id: str) -> None:
         """Remember which assistant entry defines a tool call; its title is made when shown."""
@@ -573,6 +609,10 @@ class SessionIndex:
             p, _ = cache.popitem(last=False)
             self._cache_bytes -= self.lengths[p]
         return out
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._cache_bytes = 0
 
     def line_of(self, pos: int) -> int:
         """Physical 0-based line number of an entry (counted on demand)."""
