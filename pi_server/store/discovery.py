@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from pi_server.jsutil import js_date_ms, js_split_ws
+from pi_server.store import content
 from pi_server.store.index import NotASession, SessionIndex
-from pi_server.tree import titles
 
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
 
@@ -95,7 +95,7 @@ def all_messages_text(idx: SessionIndex) -> str:
         msg = e.get("message") or {}
         if "content" not in msg:
             continue
-        text = titles.join_text(msg.get("content"), " ")
+        text = content.join_text(msg.get("content"), " ")
         if text:
             parts.append(text)
     return " ".join(parts)

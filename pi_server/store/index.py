@@ -21,7 +21,7 @@ import msgspec
 import orjson
 
 from pi_server.jsutil import js_date_ms, js_trim
-from pi_server.tree import titles
+from pi_server.store import content
 
 CURRENT_VERSION = 3
 
@@ -531,7 +531,7 @@ class SessionIndex:
         if t is not None:
             self.last_activity_ms = t if self.last_activity_ms is None else max(self.last_activity_ms, t)
         if role == "user" and not self.first_message:
-            text = titles.join_text(blocks, " ")
+            text = content.join_text(blocks, " ")
             if text:
                 self.first_message = text
 

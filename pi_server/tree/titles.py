@@ -6,40 +6,9 @@ import os
 from typing import Any
 
 from pi_server.jsutil import js_stringify, js_trim, u16len, u16slice
+from pi_server.store.content import block_fields as _block
 
 _MAX = 200  # pi's tree selector looks at the first 200 characters of a message
-
-
-def has_text(content: Any) -> bool:
-    """pi's hasTextContent over content (a string or blocks with .type/.text)."""
-    if isinstance(content, str):
-        return bool(js_trim(content))
-    if isinstance(content, list):
-        for c in content:
-            t, text = _block(c)
-            if t == "text" and isinstance(text, str) and js_trim(text):
-                return True
-    return False
-
-
-def _block(c: Any) -> tuple[Any, Any]:
-    if isinstance(c, dict):
-        return c.get("type"), c.get("text")
-    return getattr(c, "type", None), getattr(c, "text", None)
-
-
-def join_text(content: Any, sep: str) -> str:
-    """Text blocks joined (the session list's extractTextContent uses " ")."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    parts = []
-    for c in content:
-        t, text = _block(c)
-        if t == "text":
-            parts.append(text if isinstance(text, str) else "")
-    return sep.join(parts)
 
 
 def extract_content(content: Any) -> str:
