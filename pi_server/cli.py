@@ -105,6 +105,52 @@ def cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    from pi_server.server.app import ServerOptions, create_server
+
+    logging.basicConfig(
+        level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
+        filename=getattr(args, "log_file", None),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # pygls logs every message body at INFO, and tracebacks for errors we raise on purpose
+    logging.getLogger("pygls").setLevel(logging.CRITICAL)
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    token = None
+    if getattr(args, "tcp", False):
+        if not args.token_file:
+            raise CliError("--tcp needs --token-file (clients must present that token)")
+        try:
+            with open(args.token_file) as f:
+                token = f.read().strip()
+        except OSError as e:
+            raise CliError(f"cannot read token file {args.token_file}: {e.strerror}") from None
+        if not token:
+            raise CliError(f"token file {args.token_file} is empty")
+    options = ServerOptions(
+        session_dirs=getattr(args, "sessions_dir", None) or [],
+        state_dir=getattr(args, "state_dir", None),
+        token=token,
+        busy_timeout=getattr(args, "busy_timeout", None) or 120.0,
+    )
+    server = create_server(options)
+    try:
+        if token is not None:
+            server.start_tcp("127.0.0.1", args.port)
+        else:
+            server.start_io()
+    finally:
+        server.stop.set()
+        server.worker.shutdown(wait=False, cancel_futures=True)
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(0)  # watcher threads must not outlive the connection
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pi-server", description="Serve pi's session trees to editors.")
     p.add_argument("--version", action="version", version=f"pi-server {__version__}")
@@ -136,6 +182,16 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--before-first", action="store_true", help="the context before the first entry (empty)")
     cx.add_argument("--format", choices=FORMATS, default="agent")
     cx.set_defaults(func=cmd_context)
+    sv = sub.add_parser("serve", help="serve the protocol (stdio unless --tcp)")
+    sv.add_argument("--tcp", action="store_true", help="listen on 127.0.0.1 instead of stdio")
+    sv.add_argument("--port", type=int, default=0)
+    sv.add_argument("--token-file", metavar="F", help="the token TCP clients must send")
+    sv.add_argument("--sessions-dir", action="append", metavar="D", help="a sessions root (repeatable)")
+    sv.add_argument("--state-dir", metavar="D", help="where leaf pointers and pending writes are kept")
+    sv.add_argument("--busy-timeout", type=float, metavar="S", help="seconds after which a pi turn counts as over")
+    sv.add_argument("--log-file", metavar="F", help="log here instead of stderr")
+    sv.add_argument("-v", "--verbose", action="store_true")
+    sv.set_defaults(func=cmd_serve)
     return p
 
 
@@ -144,14 +200,10 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(encoding="utf-8")
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["serve", *argv]  # no subcommand: serve over stdio
     args = parser.parse_args(argv)
-    if args.command is None:
-        print(
-            "pi-server: the language server over stdio is not available in this version yet; "
-            "use `pi-server ls`, `pi-server tree FILE` or `pi-server context FILE`",
-            file=sys.stderr,
-        )
-        return 2
     try:
         return args.func(args)
     except CliError as e:

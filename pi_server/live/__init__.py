@@ -1,0 +1,1 @@
+"""Live sessions: leaf pointers, safe appends, busy detection, pending writes, save points."""

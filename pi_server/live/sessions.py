@@ -1,0 +1,296 @@
+"""Live sessions: an index per file, its leaf pointer, and the writes the server makes.
+
+All of it is synchronous and meant to run on one worker thread: the server
+never touches an index from two threads at once.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pi_server.live.state import StateDir
+from pi_server.live.writer import WriteFailed, append_lines, migrate_in_place, new_id, new_session_file, now_iso
+from pi_server.store.content import join_text
+from pi_server.store.discovery import is_within, iter_session_files, list_sessions
+from pi_server.store.index import NotASession, SessionIndex
+from pi_server.tree.outline import Outline
+from pi_server.tree.paths import path_to
+
+FINAL_STOPS = frozenset(("stop", "length", "error", "aborted"))
+LEAF_MARKER = "pi-server/leaf"
+
+
+class SessionNotFound(Exception):
+    pass
+
+
+class EntryNotFound(Exception):
+    pass
+
+
+class OutsideRoots(Exception):
+    pass
+
+
+@dataclass
+class LiveSession:
+    index: SessionIndex
+    outline: Outline
+    leaf_id: str | None  # None with explicit=True: before the first entry
+    explicit: bool = False  # set by a switch, not by the file
+
+    @property
+    def path(self) -> str:
+        return self.index.path
+
+
+@dataclass
+class Refreshed:
+    session: str
+    appended: list[str]
+    reset: bool
+    leaf_id: str | None
+
+
+@dataclass
+class Registry:
+    roots: list[str]
+    state: StateDir
+    busy_timeout: float = 120.0
+    sessions: dict[str, LiveSession] = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- lookup
+
+    def resolve(self, session: str) -> str:
+        path = os.path.abspath(os.path.expanduser(session))
+        if not is_within(path, self.roots):
+            raise OutsideRoots(f"{session} is outside the session roots")
+        return path
+
+    def get(self, session: str) -> LiveSession:
+        path = self.resolve(session)
+        live = self.sessions.get(path)
+        if live is not None:
+            return live
+        if not os.path.isfile(path):
+            raise SessionNotFound(f"no session file {session}")
+        try:
+            idx = SessionIndex.open(path)
+        except NotASession:
+            raise SessionNotFound(f"{session} is not a pi session file") from None
+        except OSError as e:
+            raise SessionNotFound(f"cannot read {session}: {e.strerror}") from None
+        live = LiveSession(idx, Outline(idx), idx.last_id)
+        saved = self.state.leaf(path)
+        if saved is not None and saved.get("size") == idx.size:
+            # the file has not grown since the switch: the switch still holds
+            lid = saved["leafId"]
+            if lid is None or lid in idx.by_id:
+                live.leaf_id, live.explicit = lid, True
+        self.sessions[path] = live
+        return live
+
+    def entry_pos(self, live: LiveSession, entry_id: str) -> int:
+        pos = live.index.by_id.get(entry_id)
+        if pos is None:
+            raise EntryNotFound(f"no entry {entry_id} in {live.path}")
+        return pos
+
+    def list(self, cwd: str | None = None, query: str | None = None, limit: int | None = None) -> list[dict]:
+        cache = {path: live.index for path, live in self.sessions.items()}
+        out = list_sessions(self.roots, cwd=cwd, query=query, limit=limit, cache=cache)
+        for info in out:
+            live = self.sessions.get(info["session"])
+            if live is None and info["session"] in cache:
+                idx = cache[info["session"]]
+                live = self.sessions[idx.path] = LiveSession(idx, Outline(idx), idx.last_id)
+                saved = self.state.leaf(idx.path)
+                if saved is not None and saved.get("size") == idx.size:
+                    if saved["leafId"] is None or saved["leafId"] in idx.by_id:
+                        live.leaf_id, live.explicit = saved["leafId"], True
+            if live is not None:
+                info["leafId"] = live.leaf_id
+        return out
+
+    def all_files(self) -> list[str]:
+        return list(iter_session_files(self.roots))
+
+    # ---------------------------------------------------------------- changes on disk
+
+    def refresh(self, path: str) -> Refreshed | None:
+        """Re-read a file that changed. Appended entries move the leaf (as pi's reload would)."""
+        live = self.sessions.get(path)
+        if live is None:
+            return None
+        try:
+            appended, reset = live.index.refresh()
+        except (NotASession, OSError):
+            self.sessions.pop(path, None)
+            return Refreshed(path, [], True, None)
+        if reset:
+            live.leaf_id, live.explicit = live.index.last_id, False
+            self.state.forget_leaf(path)
+        elif appended:
+            live.leaf_id, live.explicit = appended[-1], False
+            self.state.forget_leaf(path)
+        if not appended and not reset:
+            return None
+        return Refreshed(path, appended, reset, live.leaf_id)
+
+    def forget(self, path: str) -> None:
+        self.sessions.pop(path, None)
+
+    # ---------------------------------------------------------------- busy
+
+    def busy(self, live: LiveSession, now: float | None = None) -> bool:
+        """A pi turn is in progress: the last entry waits for the model or a tool."""
+        idx = live.index
+        if not idx.ids:
+            return False
+        pos = len(idx) - 1
+        if idx.types[pos] != "message":
+            return False
+        role = idx.roles[pos]
+        if role == "assistant":
+            entry = idx.read_entry(pos)
+            if (entry.get("message") or {}).get("stopReason") != "toolUse":
+                return False
+        elif role not in ("user", "toolResult"):
+            return False
+        try:
+            mtime = os.stat(idx.path).st_mtime
+        except OSError:
+            return False
+        return ((now or time.time()) - mtime) < self.busy_timeout
+
+    # ---------------------------------------------------------------- writes
+
+    def _append(self, live: LiveSession, entries: list[dict[str, Any]]) -> list[str]:
+        idx = live.index
+        if idx.version < 3:
+            if migrate_in_place(idx):
+                idx.refresh()  # ids are kept; the header changed
+        append_lines(idx.path, entries)
+        appended, _ = idx.refresh()
+        live.leaf_id, live.explicit = idx.last_id, False
+        self.state.forget_leaf(idx.path)
+        return appended
+
+    def _entry(self, live: LiveSession, etype: str, parent: str | None, **fields: Any) -> dict[str, Any]:
+        taken = live.index.by_id
+        return {"type": etype, **fields, "id": new_id(taken), "parentId": parent, "timestamp": now_iso()}
+
+    def _reorder(self, e: dict[str, Any]) -> dict[str, Any]:
+        """Key order as pi writes entries: type, id, parentId, timestamp, then the rest."""
+        head = {k: e[k] for k in ("type", "id", "parentId", "timestamp")}
+        return {**head, **{k: v for k, v in e.items() if k not in head}}
+
+    def apply(self, live: LiveSession, op: dict[str, Any]) -> list[str]:
+        """Carry out one write; parents are resolved now, against the current leaf."""
+        kind = op["op"]
+        leaf = live.leaf_id
+        if kind == "label":
+            if op["targetId"] not in live.index.by_id:
+                raise EntryNotFound(f"no entry {op['targetId']} in {live.path}")
+            e = self._entry(live, "label", leaf, targetId=op["targetId"], label=op.get("label") or None)
+            if e["label"] is None:
+                e.pop("label")
+            return self._append(live, [self._reorder(e)])
+        if kind == "name":
+            e = self._entry(live, "session_info", leaf, name=op["name"].strip())
+            return self._append(live, [self._reorder(e)])
+        if kind == "leaf":
+            target = op.get("leafId")
+            e = self._entry(live, "custom", target, customType=LEAF_MARKER, data={"leafId": target})
+            return self._append(live, [self._reorder(e)])
+        raise WriteFailed(f"unknown write {kind!r}")
+
+    def write(self, live: LiveSession, op: dict[str, Any]) -> tuple[list[str], bool]:
+        """Apply now, or queue when the session is busy. Returns (new ids, queued)."""
+        pending = self.state.pending(live.path)
+        if pending or self.busy(live):
+            self.state.set_pending(live.path, [*pending, op])
+            return [], True
+        return self.apply(live, op), False
+
+    def flush(self, live: LiveSession, force: bool = False) -> list[str]:
+        """Flush the pending queue in order when the turn is over (or timed out)."""
+        ops = self.state.pending(live.path)
+        if not ops or (self.busy(live) and not force):
+            return []
+        flushed: list[str] = []
+        rest = list(ops)
+        while rest:
+            op = rest[0]
+            try:
+                flushed += self.apply(live, op)
+            except EntryNotFound:
+                pass  # its target is gone (file rewritten): drop it
+            rest.pop(0)
+            self.state.set_pending(live.path, rest)
+        return flushed
+
+    # ---------------------------------------------------------------- operations
+
+    def switch(self, live: LiveSession, target: str | None, label: str | None, persist: bool) -> dict[str, Any]:
+        """pi's navigateTree (without summary): a user/custom message puts its text back in the editor."""
+        idx = live.index
+        editor_text = None
+        if target is None:
+            new_leaf = None
+        else:
+            pos = self.entry_pos(live, target)
+            entry = idx.read_entry(pos)
+            msg = entry.get("message") if isinstance(entry.get("message"), dict) else None
+            if entry.get("type") == "message" and msg and msg.get("role") == "user":
+                new_leaf = idx.parents[pos] if idx.parents[pos] in idx.by_id else None
+                editor_text = join_text(msg.get("content"), "")
+            elif entry.get("type") == "custom_message":
+                new_leaf = idx.parents[pos] if idx.parents[pos] in idx.by_id else None
+                editor_text = join_text(entry.get("content"), "")
+            else:
+                new_leaf = target
+        live.leaf_id, live.explicit = new_leaf, True
+        self.state.set_leaf(live.path, new_leaf, idx.size)
+        queued = False
+        if label is not None and target is not None:
+            # as pi's appendLabelChange: a child of the new leaf, which moves onto it
+            _, q = self.write(live, {"op": "label", "targetId": target, "label": label})
+            queued = queued or q
+        if persist:
+            ids, q = self.write(live, {"op": "leaf", "leafId": new_leaf})
+            queued = queued or q
+        out: dict[str, Any] = {"leafId": live.leaf_id, "queued": queued}
+        if editor_text is not None:
+            out["editorText"] = editor_text
+        return out
+
+    def fork(self, live: LiveSession, leaf_id: str) -> str:
+        """pi's createBranchedSession: a new file holding only the path, labels re-created."""
+        idx = live.index
+        pos = self.entry_pos(live, leaf_id)
+        path = [e for e in idx.read_entries(path_to(idx, pos)) if e.get("type") != "label"]
+        on_path = {e.get("id") for e in path}
+        taken = set(on_path)
+        labels = []
+        parent = path[-1].get("id") if path else None
+        for target, (label, ts) in idx.labels.items():
+            if target in on_path:
+                lid = new_id(taken)
+                taken.add(lid)
+                labels.append(
+                    {
+                        "type": "label",
+                        "id": lid,
+                        "parentId": parent,
+                        "timestamp": ts,
+                        "targetId": target,
+                        "label": label,
+                    }
+                )
+                parent = lid
+        header = {"cwd": idx.header.cwd if idx.header else "", "parentSession": idx.path}
+        return new_session_file(os.path.dirname(idx.path), header, path + labels)

@@ -1,0 +1,123 @@
+"""Work the server does on its own: initial indexing, watching the roots, flushing queues."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+import uuid
+
+from lsprotocol import types as lsp
+from watchfiles import Change, awatch
+
+from pi_server.server import errors
+from pi_server.server.app import PiServer
+
+log = logging.getLogger("pi_server")
+DEBOUNCE_MS = 20  # watchfiles waits this long for more changes before yielding
+STEP_MS = 5
+
+
+async def watch_roots(ls: PiServer) -> None:
+    reg = ls.registry
+    assert reg is not None
+    roots = [r for r in reg.roots if os.path.isdir(r)]
+    if not roots:
+        return
+    async for changes in awatch(
+        *roots, debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=ls.stop, watch_filter=lambda _c, p: p.endswith(".jsonl")
+    ):
+        await handle_changes(ls, changes)
+
+
+async def handle_changes(ls: PiServer, changes: set[tuple[Change, str]]) -> None:
+    reg = ls.registry
+    assert reg is not None
+    added, removed, changed = [], [], []
+    for kind, path in sorted(changes, key=lambda c: c[1]):
+        path = os.path.abspath(path)
+        exists = os.path.isfile(path)
+        known = path in reg.sessions
+        if not exists:
+            if known or kind == Change.deleted:
+                await ls.core(reg.forget, path)
+                removed.append(path)
+            continue
+        if not known:
+            if kind == Change.added:
+                added.append(path)
+                try:
+                    await ls.core(reg.get, path)
+                except Exception:
+                    pass
+            continue
+        upd = await ls.core(reg.refresh, path)
+        if upd is None:
+            continue
+        changed.append(path)
+        ls.notify(
+            "pi/sessionUpdated", {"session": path, "appended": upd.appended, "leafId": upd.leaf_id, "reset": upd.reset}
+        )
+        if reg.state.pending(path):
+            await flush_session(ls, path)
+    if added or removed or changed:
+        ls.notify("pi/sessionsChanged", {"added": added, "removed": removed, "changed": changed})
+
+
+async def pending_timer(ls: PiServer) -> None:
+    """Flush queues whose session stayed busy past the timeout (a pi that died mid-turn)."""
+    reg = ls.registry
+    assert reg is not None
+    while not ls.stop.is_set():
+        await asyncio.sleep(min(5.0, reg.busy_timeout / 4))
+        for session in reg.state.sessions_with_pending():
+            await flush_session(ls, session)
+
+
+async def initial_index(ls: PiServer) -> None:
+    """Index every session under the roots, reporting LSP progress; requests go on meanwhile."""
+    reg = ls.registry
+    assert reg is not None
+    files = await ls.core(reg.all_files)
+    token = None
+    caps = ls.client_capabilities.window
+    if caps is not None and caps.work_done_progress:
+        token = str(uuid.uuid4())
+        try:
+            await ls.work_done_progress.create_async(token)
+            ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title="Indexing pi sessions", percentage=0))
+        except Exception:  # the client may refuse progress: index anyway
+            token = None
+    start = time.monotonic()
+    for i, path in enumerate(files):
+        try:
+            await ls.core(reg.get, path)
+        except errors.PiError:
+            pass
+        if token and (i % 10 == 0 or i == len(files) - 1):
+            ls.work_done_progress.report(
+                token,
+                lsp.WorkDoneProgressReport(message=f"{i + 1}/{len(files)}", percentage=int((i + 1) * 100 / len(files))),
+            )
+    if token:
+        ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=f"{len(files)} sessions"))
+    log.info("indexed %d sessions in %.2f s", len(files), time.monotonic() - start)
+    # writes left queued by an earlier run
+    for session in reg.state.sessions_with_pending():
+        await flush_session(ls, session)
+
+
+async def flush_session(ls: PiServer, session: str, force: bool = False) -> None:
+    reg = ls.registry
+    assert reg is not None
+    try:
+        live = await ls.core(reg.get, session)
+    except errors.PiError:
+        return
+    flushed = await ls.core(reg.flush, live, force)
+    if flushed:
+        ls.notify(
+            "pi/sessionUpdated", {"session": live.path, "appended": flushed, "leafId": live.leaf_id, "reset": False}
+        )
+        ls.notify("pi/savePoint", {"session": live.path, "flushed": flushed})

@@ -1,0 +1,59 @@
+"""The contract's JSON-RPC errors (PROTOCOL §6): a code, a message, `data: {kind}`."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+from pygls.exceptions import JsonRpcException
+
+
+class PiError(JsonRpcException):
+    KIND = "InternalError"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message=message, code=self.CODE, data={"kind": self.KIND})
+
+
+class InvalidParams(PiError):
+    CODE = -32602
+    KIND = "InvalidParams"
+
+
+class SessionNotFound(PiError):
+    CODE = -32001
+    KIND = "SessionNotFound"
+
+
+class EntryNotFound(PiError):
+    CODE = -32002
+    KIND = "EntryNotFound"
+
+
+class OutsideRoots(PiError):
+    CODE = -32003
+    KIND = "OutsideRoots"
+
+
+class SummaryFailed(PiError):
+    CODE = -32004
+    KIND = "SummaryFailed"
+
+
+class WriteFailed(PiError):
+    CODE = -32005
+    KIND = "WriteFailed"
+
+
+class Busy(PiError):
+    CODE = -32006
+    KIND = "Busy"
+
+
+class Internal(PiError):
+    CODE = -32603
+    KIND = "InternalError"
+
+
+def invalid_params(err: ValidationError) -> InvalidParams:
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "params"
+    return InvalidParams(f"invalid params: {where}: {first.get('msg', 'invalid')}")

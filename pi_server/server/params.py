@@ -1,0 +1,97 @@
+"""Request parameters, validated with pydantic; a bad one is -32602 naming the field."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Filter = Literal["default", "no-tools", "user-only", "labeled-only", "all"]
+Format = Literal["agent", "llm", "anthropic", "openai"]
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class ListSessions(Params):
+    cwd: str | None = None
+    query: str | None = None
+    limit: int | None = Field(default=None, ge=0)
+
+
+class GetTree(Params):
+    session: str
+    filter: Filter = "default"
+    search: str | None = None
+    folded: list[str] = Field(default_factory=list)
+    leafId: str | None = None
+    offset: int = Field(default=0, ge=0)
+    limit: int | None = Field(default=None, ge=0)
+
+
+class GetEntry(Params):
+    session: str
+    id: str
+
+
+class BuildContext(Params):
+    session: str
+    leafId: str | None = None
+    format: Format = "agent"
+
+
+class SwitchBranch(Params):
+    session: str
+    targetId: str | None
+    summarize: bool = False
+    customInstructions: str | None = None
+    replaceInstructions: bool = False
+    label: str | None = None
+    persist: bool = False
+
+
+class SummarizeBranch(Params):
+    session: str
+    targetId: str | None
+    fromId: str | None = None
+    customInstructions: str | None = None
+    replaceInstructions: bool = False
+
+
+class SetLabel(Params):
+    session: str
+    targetId: str
+    label: str | None = None
+
+
+class SetSessionName(Params):
+    session: str
+    name: str
+
+
+class Fork(Params):
+    session: str
+    leafId: str
+
+
+class Compact(Params):
+    session: str
+    customInstructions: str | None = None
+
+
+class SummaryOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    model: str | None = None
+    maxTokens: int | None = None
+
+
+class InitOptions(BaseModel):
+    """initializationOptions (all optional)."""
+
+    model_config = ConfigDict(extra="ignore")
+    sessionDirs: list[str] | None = None
+    stateDir: str | None = None
+    summary: SummaryOptions | None = None
+    token: str | None = None
+    busyTimeout: float | None = Field(default=None, gt=0)

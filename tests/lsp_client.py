@@ -1,0 +1,70 @@
+"""A real LSP client over stdio (pytest-lsp) driving a real pi-server process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient, client_capabilities
+from pytest_lsp.client import register_lsp_features
+
+from pi_server.server.app import converter_factory
+
+
+class Client:
+    def __init__(self, lc: LanguageClient) -> None:
+        self.lc = lc
+        self.init: lsp.InitializeResult | None = None
+        self.notes: list[tuple[str, Any]] = []
+        for method in ("pi/sessionUpdated", "pi/sessionsChanged", "pi/savePoint"):
+            lc.feature(method)(self._recorder(method))
+
+    def _recorder(self, method: str):
+        def record(params: Any) -> None:
+            self.notes.append((method, params))
+
+        return record
+
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        return await asyncio.wait_for(self.lc.protocol.send_request_async(method, params), 30)
+
+    async def wait_for(self, method: str, pred=lambda p: True, timeout: float = 10.0) -> Any:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            for m, p in self.notes:
+                if m == method and pred(p):
+                    return p
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"no {method} within {timeout}s; got {[m for m, _ in self.notes]}")
+            await asyncio.sleep(0.01)
+
+
+@asynccontextmanager
+async def server(
+    *args: str, init_options: dict[str, Any] | None = None, env: dict[str, str] | None = None
+) -> AsyncIterator[Client]:
+    lc = LanguageClient(converter_factory=converter_factory)
+    register_lsp_features(lc)
+    client = Client(lc)
+    await lc.start_io(sys.executable, "-m", "pi_server", *args, env={**os.environ, **(env or {})})
+    try:
+        client.init = await asyncio.wait_for(
+            lc.initialize_session(
+                lsp.InitializeParams(
+                    capabilities=client_capabilities("visual-studio-code"),
+                    initialization_options=init_options or {},
+                )
+            ),
+            30,
+        )
+        yield client
+    finally:
+        try:
+            await asyncio.wait_for(lc.shutdown_session(), 10)
+        except Exception:
+            await lc.stop()
