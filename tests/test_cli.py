@@ -106,6 +106,23 @@ def test_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
         assert "Traceback" not in r.stderr
 
 
-def test_no_subcommand_says_the_server_is_not_there_yet() -> None:
-    r = run()
-    assert r.returncode != 0 and "stdio" in r.stderr
+def test_no_subcommand_serves_lsp_over_stdio(tmp_path: Path) -> None:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "capabilities": {},
+                "initializationOptions": {"sessionDirs": [str(SAMPLES)], "stateDir": str(tmp_path)},
+            },
+        }
+    )
+    exit_ = json.dumps({"jsonrpc": "2.0", "method": "exit"})
+    data = "".join(f"Content-Length: {len(b.encode())}\r\n\r\n{b}" for b in (body, exit_))
+    r = subprocess.run([sys.executable, "-m", "pi_server"], input=data.encode(), capture_output=True, timeout=60)
+    assert r.returncode == 0
+    header, _, payload = r.stdout.partition(b"\r\n\r\n")
+    length = int(re.search(rb"Content-Length: (\d+)", header).group(1))
+    reply = json.loads(payload[:length])
+    assert reply["id"] == 1 and reply["result"]["capabilities"]["experimental"]["piSessions"]["protocolVersion"] == 1
