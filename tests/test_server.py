@@ -338,3 +338,48 @@ async def test_document_features(store) -> None:
             await asyncio.sleep(0.05)
         codes = {d.code for d in c.lc.diagnostics[bad_uri]}
         assert {"malformed-line", "orphan"} <= codes
+
+
+async def test_concurrent_writer_pi_and_the_server(store) -> None:
+    """pi's SessionManager appends while the server appends labels: no torn or lost lines."""
+    import asyncio
+
+    big = store["big"]
+    idx = SessionIndex.open(big)
+    targets = [idx.ids[i] for i in range(0, len(idx), 2)]
+    async with server(*args(store)) as c:
+        await c.call("pi/getTree", {"session": big})
+        proc = await asyncio.create_subprocess_exec(
+            "node",
+            str(ORACLE / "writer.mjs"),
+            big,
+            "120",
+            "2",
+            cwd=str(ORACLE.parent.parent),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        labels = []
+        for i in range(60):
+            out = await c.call(
+                "pi/setLabel", {"session": big, "targetId": targets[i % len(targets)], "label": f"mark-{i}"}
+            )
+            assert out["queued"] is False
+            labels.append(out["entryId"])
+            await asyncio.sleep(0.003)
+        stdout, _ = await proc.communicate()
+        assert proc.returncode == 0
+        pi = json.loads(stdout)
+        raw = Path(big).read_bytes()
+        assert raw.endswith(b"\n")
+        lines = [json.loads(x) for x in raw.split(b"\n")[:-1]]  # every line whole
+        ids = [e["id"] for e in lines[1:]]
+        assert len(ids) == len(set(ids))
+        assert set(pi["written"]) <= set(ids) and set(labels) <= set(ids)
+        assert pi["entries"] == ids  # pi opens it and sees every entry
+        await c.wait_for("pi/sessionUpdated", lambda p: pi["written"][-1] in p["appended"], timeout=15)
+        tree = await c.call("pi/getTree", {"session": big, "filter": "all"})
+        listed = {r["id"] for r in tree["rows"]}
+        fresh = SessionIndex.open(big)
+        assert fresh.ids == ids and not fresh.diagnostics
+        assert set(pi["written"]) <= listed and set(labels) <= listed  # the server's index has every entry
+        assert tree["total"] == len(ids)

@@ -119,6 +119,15 @@ class PiServer(LanguageServer):
             log.exception("internal error")
             raise errors.Internal(f"internal error: {type(e).__name__}") from None
 
+    def refuse(self) -> None:
+        """Drop a client that failed the token check (the server serves one client)."""
+        writer = getattr(self.protocol, "writer", None)
+        close = getattr(writer, "close", None)
+        if close is not None:
+            close()
+        self.stop.set()
+        self.shutdown()
+
     def report_server_error(self, error: Exception, source: Any) -> None:
         if not isinstance(error, errors.PiError):
             log.error("%s", error)

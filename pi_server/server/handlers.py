@@ -44,7 +44,7 @@ def register(server: PiServer) -> None:
         if ls.options.token is not None:
             if init.token != ls.options.token:
                 log.warning("client refused: wrong token")
-                asyncio.get_running_loop().call_later(0.05, ls.stop.set)
+                asyncio.get_running_loop().call_later(0.05, ls.refuse)
                 raise errors.InvalidParams("invalid token")
             ls.authorized = True
         ls.registry = setup_registry(ls, init)
