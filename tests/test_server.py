@@ -382,4 +382,4 @@ async def test_concurrent_writer_pi_and_the_server(store) -> None:
         fresh = SessionIndex.open(big)
         assert fresh.ids == ids and not fresh.diagnostics
         assert set(pi["written"]) <= listed and set(labels) <= listed  # the server's index has every entry
-        assert tree["total"] == len(ids)
+        assert tree == get_tree(Outline(fresh), tree["leafId"], "all")
