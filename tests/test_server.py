@@ -383,3 +383,29 @@ async def test_concurrent_writer_pi_and_the_server(store) -> None:
         assert fresh.ids == ids and not fresh.diagnostics
         assert set(pi["written"]) <= listed and set(labels) <= listed  # the server's index has every entry
         assert tree == get_tree(Outline(fresh), tree["leafId"], "all")
+
+
+async def test_restart_reuses_the_index_cache_and_sees_changes(store) -> None:
+    async with server(*args(store)) as c:
+        first = (await c.call("pi/listSessions", {}))["sessions"]
+    assert (Path(store["state"]) / "listing.msgpack").exists()
+    assert len(list((Path(store["state"]) / "index").iterdir())) == len(store["files"])
+    f = store["files"][0]
+    e = {
+        "type": "message",
+        "id": "late0001",
+        "parentId": SessionIndex.open(f).last_id,
+        "timestamp": "2026-12-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "one more thing", "timestamp": 1796083200000},
+    }
+    with open(f, "a") as fh:
+        fh.write(json.dumps(e) + "\n")
+    async with server(*args(store)) as c:
+        second = {s["session"]: s for s in (await c.call("pi/listSessions", {}))["sessions"]}
+        for s in first:
+            if s["session"] != f:
+                assert second[s["session"]] == s
+        assert second[f]["messageCount"] == next(s for s in first if s["session"] == f)["messageCount"] + 1
+        assert second[f]["leafId"] == "late0001"
+        tree = await c.call("pi/getTree", {"session": f, "filter": "all"})
+        assert tree["rows"][-1]["id"] == "late0001"

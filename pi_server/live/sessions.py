@@ -11,10 +11,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pi_server.live.cache import IndexCache, fingerprint
 from pi_server.live.state import StateDir
 from pi_server.live.writer import WriteFailed, append_lines, migrate_in_place, new_id, new_session_file, now_iso
 from pi_server.store.content import join_text
-from pi_server.store.discovery import is_within, iter_session_files, list_sessions
+from pi_server.store.discovery import is_within, iter_session_files, matches, session_info
 from pi_server.store.index import NotASession, SessionIndex
 from pi_server.tree.outline import Outline
 from pi_server.tree.paths import path_to
@@ -41,6 +42,7 @@ class LiveSession:
     outline: Outline
     leaf_id: str | None  # None with explicit=True: before the first entry
     explicit: bool = False  # set by a switch, not by the file
+    saved_generation: int = -1  # index generation last written to the index cache
 
     @property
     def path(self) -> str:
@@ -61,6 +63,11 @@ class Registry:
     state: StateDir
     busy_timeout: float = 120.0
     sessions: dict[str, LiveSession] = field(default_factory=dict)
+    cache: IndexCache | None = None
+
+    def __post_init__(self) -> None:
+        if self.cache is None:
+            self.cache = IndexCache(self.state.root)
 
     # ---------------------------------------------------------------- lookup
 
@@ -77,12 +84,15 @@ class Registry:
             return live
         if not os.path.isfile(path):
             raise SessionNotFound(f"no session file {session}")
-        try:
-            idx = SessionIndex.open(path)
-        except NotASession:
-            raise SessionNotFound(f"{session} is not a pi session file") from None
-        except OSError as e:
-            raise SessionNotFound(f"cannot read {session}: {e.strerror}") from None
+        idx = self.cache.load(path)
+        from_cache = idx is not None
+        if idx is None:
+            try:
+                idx = SessionIndex.open(path)
+            except NotASession:
+                raise SessionNotFound(f"{session} is not a pi session file") from None
+            except OSError as e:
+                raise SessionNotFound(f"cannot read {session}: {e.strerror}") from None
         live = LiveSession(idx, Outline(idx), idx.last_id)
         saved = self.state.leaf(path)
         if saved is not None and saved.get("size") == idx.size:
@@ -91,7 +101,22 @@ class Registry:
             if lid is None or lid in idx.by_id:
                 live.leaf_id, live.explicit = lid, True
         self.sessions[path] = live
+        if not from_cache or idx.generation > 1:
+            self.save_index(live)
+        else:
+            live.saved_generation = idx.generation
         return live
+
+    def save_index(self, live: LiveSession) -> None:
+        if live.saved_generation != live.index.generation:
+            self.cache.save(live.index)
+            live.saved_generation = live.index.generation
+
+    def save_all(self) -> None:
+        """Write the index cache of every session that changed since it was last saved."""
+        for live in list(self.sessions.values()):
+            self.save_index(live)
+        self.cache.save_listing(keep=set(self.all_files()))
 
     def entry_pos(self, live: LiveSession, entry_id: str) -> int:
         pos = live.index.by_id.get(entry_id)
@@ -100,20 +125,38 @@ class Registry:
         return pos
 
     def list(self, cwd: str | None = None, query: str | None = None, limit: int | None = None) -> list[dict]:
-        cache = {path: live.index for path, live in self.sessions.items()}
-        out = list_sessions(self.roots, cwd=cwd, query=query, limit=limit, cache=cache)
-        for info in out:
-            live = self.sessions.get(info["session"])
-            if live is None and info["session"] in cache:
-                idx = cache[info["session"]]
-                live = self.sessions[idx.path] = LiveSession(idx, Outline(idx), idx.last_id)
-                saved = self.state.leaf(idx.path)
-                if saved is not None and saved.get("size") == idx.size:
-                    if saved["leafId"] is None or saved["leafId"] in idx.by_id:
-                        live.leaf_id, live.explicit = saved["leafId"], True
+        """SessionInfo of every session, newest first; unchanged files answer from the listing cache."""
+        out = []
+        for path in iter_session_files(self.roots):
+            fp = fingerprint(path)
+            if fp is None:
+                continue
+            live = self.sessions.get(path)
+            info = None
+            if live is None and not query:
+                info = self.cache.cached_info(path, fp)
+            if info is None:
+                try:
+                    live = self.get(path)
+                    if live.index.size != fp["size"] or live.index.partial_tail:
+                        self.refresh(path)
+                except (SessionNotFound, NotASession, OSError):
+                    continue
+                info = session_info(live.index)
+                self.cache.remember_info(path, fp, {**info, "_size": live.index.size})
+                if query and not matches(live.index, query):
+                    continue
+            info = {k: v for k, v in info.items() if k != "_size"}
+            saved = self.state.leaf(path)
             if live is not None:
                 info["leafId"] = live.leaf_id
-        return out
+            elif saved is not None and saved.get("size") == self.cache.cached_info(path, fp).get("_size"):
+                info["leafId"] = saved["leafId"]
+            if cwd is not None and info["cwd"] != cwd:
+                continue
+            out.append(info)
+        out.sort(key=lambda s: s["modified"], reverse=True)
+        return out[:limit] if limit is not None else out
 
     def all_files(self) -> list[str]:
         return list(iter_session_files(self.roots))

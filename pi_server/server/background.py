@@ -103,6 +103,7 @@ async def initial_index(ls: PiServer) -> None:
     if token:
         ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=f"{len(files)} sessions"))
     log.info("indexed %d sessions in %.2f s", len(files), time.monotonic() - start)
+    await ls.core(reg.save_all)
     # writes left queued by an earlier run
     for session in reg.state.sessions_with_pending():
         await flush_session(ls, session)

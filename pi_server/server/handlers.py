@@ -59,10 +59,12 @@ def register(server: PiServer) -> None:
             ls.tasks.append(asyncio.ensure_future(background.pending_timer(ls)))
 
     @server.feature(lsp.SHUTDOWN)
-    def shutdown(ls: PiServer, _p: Any) -> None:
+    async def shutdown(ls: PiServer, _p: Any) -> None:
         ls.stop.set()
         for t in ls.tasks:
             t.cancel()
+        if ls.registry is not None:
+            await ls.core(ls.registry.save_all)
 
     @reg("pi/listSessions")
     async def list_sessions(ls: PiServer, raw: Any) -> Any:

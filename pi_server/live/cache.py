@@ -1,0 +1,168 @@
+"""The index cache in the state dir: restarts reuse indexes of files that did not change.
+
+Each session's index is stored (msgpack) with the file's fingerprint — size,
+mtime, inode and the header line. On load, a file that only grew reuses the
+cache and indexes the appended bytes; anything else (shrunk, rewritten,
+replaced, a corrupt or foreign cache file) is rebuilt, never trusted.
+A small listing file keeps each session's SessionInfo under the same
+fingerprint, so `pi/listSessions` after a restart needs one stat per file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from array import array
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from pi_server.live.state import atomic_write
+from pi_server.store.index import Diagnostic, Header, SessionIndex
+
+FORMAT = 1
+_ARRAYS = ("offsets", "lengths", "anc_model", "anc_thinking", "anc_compaction")
+_PLAIN = (
+    "ids",
+    "parents",
+    "types",
+    "roles",
+    "call_pos",
+    "message_count",
+    "first_message",
+    "last_activity_ms",
+    "name",
+    "size",
+    "irregular",
+)
+_PRIVATE = ("_line_no", "_ordinal", "_pending")
+
+
+def fingerprint(path: str) -> dict[str, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino}
+
+
+class IndexCache:
+    def __init__(self, state_root: str | Path) -> None:
+        self.dir = Path(state_root) / "index"
+        self.listing_path = Path(state_root) / "listing.msgpack"
+        self._listing: dict[str, Any] | None = None
+
+    def _file(self, path: str) -> Path:
+        return self.dir / (hashlib.sha256(path.encode()).hexdigest()[:32] + ".msgpack")
+
+    # ---------------------------------------------------------------- per-session index
+
+    def save(self, idx: SessionIndex) -> None:
+        if idx.header is None:
+            return
+        fp = fingerprint(idx.path)
+        if fp is None:
+            return
+        rec: dict[str, Any] = {"format": FORMAT, "path": idx.path, "fingerprint": fp, "indexedSize": idx.size}
+        for name in _PLAIN + _PRIVATE:
+            rec[name] = getattr(idx, name)
+        for name in _ARRAYS:
+            rec[name] = getattr(idx, name).tobytes()
+        rec["flags"] = bytes(idx.flags)
+        rec["labels"] = {k: list(v) for k, v in idx.labels.items()}
+        rec["tool_dups"] = idx.tool_dups
+        rec["diagnostics"] = [[d.line, d.offset, d.length, d.severity, d.code, d.message] for d in idx.diagnostics]
+        h = idx.header
+        rec["header"] = {
+            "id": h.id,
+            "version": h.version,
+            "timestamp": h.timestamp,
+            "cwd": h.cwd,
+            "parent_session": h.parent_session,
+            "raw": h.raw,
+        }
+        rec["header_bytes"] = idx._header_bytes
+        rec["v1_by_ordinal"] = {str(k): v for k, v in idx._v1_by_ordinal.items()}
+        try:
+            atomic_write(self._file(idx.path), msgspec.msgpack.encode(rec))
+        except (OSError, TypeError, msgspec.EncodeError):
+            pass  # a cache is an optimisation: never fail a request over it
+
+    def load(self, path: str) -> SessionIndex | None:
+        """The cached index, brought up to date, or None when it cannot be trusted."""
+        try:
+            rec = msgspec.msgpack.decode(self._file(path).read_bytes())
+            return self._restore(path, rec)
+        except Exception:  # missing, corrupt, foreign: rebuild
+            return None
+
+    def _restore(self, path: str, rec: dict[str, Any]) -> SessionIndex | None:
+        if rec.get("format") != FORMAT or rec.get("path") != path:
+            return None
+        fp, old = fingerprint(path), rec["fingerprint"]
+        if fp is None or fp["ino"] != old["ino"] or fp["size"] < old["size"]:
+            return None
+        if fp["size"] == old["size"] and fp["mtime_ns"] != old["mtime_ns"]:
+            return None  # same size, touched: maybe rewritten in place
+        with open(path, "rb") as f:
+            head = f.read(len(rec["header_bytes"]))
+            if head != rec["header_bytes"]:
+                return None
+            size = rec["indexedSize"]
+            if size:
+                f.seek(size - 1)
+                if f.read(1) != b"\n":
+                    return None
+        idx = SessionIndex(path)
+        for name in _PLAIN + _PRIVATE:
+            setattr(idx, name, rec[name])
+        for name in _ARRAYS:
+            arr = array(getattr(idx, name).typecode)
+            arr.frombytes(rec[name])
+            setattr(idx, name, arr)
+        n = len(idx.ids)
+        if any(len(getattr(idx, a)) != n for a in ("parents", "types", "roles", *_ARRAYS)) or len(rec["flags"]) != n:
+            return None
+        idx.flags = bytearray(rec["flags"])
+        idx.labels = {k: (v[0], v[1]) for k, v in rec["labels"].items()}
+        idx.tool_dups = rec["tool_dups"]
+        idx.diagnostics = [Diagnostic(*d) for d in rec["diagnostics"]]
+        idx.header = Header(**rec["header"])
+        idx._header_bytes = rec["header_bytes"]
+        idx._v1_by_ordinal = {int(k): v for k, v in rec["v1_by_ordinal"].items()}
+        idx.by_id = {eid: pos for pos, eid in enumerate(idx.ids)}
+        idx.generation = 1
+        idx.refresh()  # only the bytes appended since
+        return idx
+
+    # ---------------------------------------------------------------- listing
+
+    def listing(self) -> dict[str, Any]:
+        if self._listing is None:
+            try:
+                data = msgspec.msgpack.decode(self.listing_path.read_bytes())
+                ok = isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("sessions"), dict)
+                self._listing = data["sessions"] if ok else {}
+            except Exception:
+                self._listing = {}
+        return self._listing
+
+    def cached_info(self, path: str, fp: dict[str, int]) -> dict[str, Any] | None:
+        rec = self.listing().get(path)
+        if isinstance(rec, dict) and rec.get("fingerprint") == fp:
+            return rec.get("info")
+        return None
+
+    def remember_info(self, path: str, fp: dict[str, int], info: dict[str, Any]) -> None:
+        self.listing()[path] = {"fingerprint": fp, "info": info}
+
+    def save_listing(self, keep: set[str] | None = None) -> None:
+        sessions = self.listing()
+        if keep is not None:
+            for path in [p for p in sessions if p not in keep]:
+                del sessions[path]
+        try:
+            atomic_write(self.listing_path, msgspec.msgpack.encode({"format": FORMAT, "sessions": sessions}))
+        except (OSError, msgspec.EncodeError):
+            pass

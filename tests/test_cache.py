@@ -1,0 +1,80 @@
+"""The index cache: reused only for files that did not change, else rebuilt."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from test_index import _a_session, _snapshot
+
+import pi_server.store.index as index_mod
+from pi_server.live.cache import IndexCache
+from pi_server.store.index import SessionIndex
+
+
+def _setup(oracle: dict[str, Any], tmp_path: Path) -> tuple[Path, bytes, IndexCache]:
+    data = _a_session(oracle).read_bytes()
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(data[: len(data) // 2].rsplit(b"\n", 1)[0] + b"\n")
+    return f, data, IndexCache(tmp_path / "state")
+
+
+def test_unchanged_file_loads_equal(oracle: dict[str, Any], tmp_path: Path) -> None:
+    f, _, cache = _setup(oracle, tmp_path)
+    idx = SessionIndex.open(str(f))
+    cache.save(idx)
+    got = cache.load(str(f))
+    assert got is not None and _snapshot(got) == _snapshot(idx)
+    assert list(got.anc_compaction) == list(idx.anc_compaction) and got.by_id == idx.by_id
+
+
+def test_grown_file_indexes_only_the_new_bytes(oracle: dict[str, Any], tmp_path: Path, monkeypatch) -> None:
+    f, data, cache = _setup(oracle, tmp_path)
+    cache.save(SessionIndex.open(str(f)))
+    old = f.stat().st_size
+    f.write_bytes(data)
+    seen: list[int] = []
+    real = index_mod._nav_decoder
+
+    class Counting:
+        def decode(self, raw: bytes) -> object:
+            seen.append(len(raw))
+            return real.decode(raw)
+
+    monkeypatch.setattr(index_mod, "_nav_decoder", Counting())
+    got = cache.load(str(f))
+    monkeypatch.setattr(index_mod, "_nav_decoder", real)
+    assert got is not None and sum(seen) <= len(data) - old
+    assert _snapshot(got) == _snapshot(SessionIndex.open(str(f)))
+
+
+def test_changed_files_and_bad_caches_are_rebuilt(oracle: dict[str, Any], tmp_path: Path) -> None:
+    f, data, cache = _setup(oracle, tmp_path)
+    cache.save(SessionIndex.open(str(f)))
+    # shrunk
+    f.write_bytes(f.read_bytes()[:-10].rsplit(b"\n", 1)[0] + b"\n")
+    assert cache.load(str(f)) is None
+    # rewritten, same size
+    cache.save(SessionIndex.open(str(f)))
+    text = f.read_bytes()
+    f.write_bytes(text.replace(b'"user"', b'"resu"', 1))
+    os.utime(f, ns=(1, 1))
+    assert cache.load(str(f)) is None
+    # replaced by another file (new inode)
+    cache.save(SessionIndex.open(str(f)))
+    other = tmp_path / "other.jsonl"
+    shutil.copy(f, other)
+    os.replace(other, f)
+    assert cache.load(str(f)) is None
+    # corrupt cache file
+    cache.save(SessionIndex.open(str(f)))
+    for p in cache.dir.iterdir():
+        p.write_bytes(b"\x00garbage")
+    assert cache.load(str(f)) is None
+    # a cache for another path is not used
+    cache.save(SessionIndex.open(str(f)))
+    g = tmp_path / "g.jsonl"
+    shutil.copy(f, g)
+    assert cache.load(str(g)) is None
