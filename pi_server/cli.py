@@ -134,6 +134,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         state_dir=getattr(args, "state_dir", None),
         token=token,
         busy_timeout=getattr(args, "busy_timeout", None) or 120.0,
+        max_live_entries=getattr(args, "max_live_entries", None) or 100_000,
     )
     server = create_server(options)
     try:
@@ -189,6 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--sessions-dir", action="append", metavar="D", help="a sessions root (repeatable)")
     sv.add_argument("--state-dir", metavar="D", help="where leaf pointers and pending writes are kept")
     sv.add_argument("--busy-timeout", type=float, metavar="S", help="seconds after which a pi turn counts as over")
+    sv.add_argument(
+        "--max-live-entries",
+        type=int,
+        metavar="N",
+        help="entries kept indexed in memory (default 100000); the rest reload from the index cache",
+    )
     sv.add_argument("--log-file", metavar="F", help="log here instead of stderr")
     sv.add_argument("-v", "--verbose", action="store_true")
     sv.set_defaults(func=cmd_serve)

@@ -409,3 +409,25 @@ async def test_restart_reuses_the_index_cache_and_sees_changes(store) -> None:
         assert second[f]["leafId"] == "late0001", (second[f], SessionIndex.open(f).ids[-4:])
         tree = await c.call("pi/getTree", {"session": f, "filter": "all"})
         assert [r["id"] for r in tree["rows"] if r["isLeaf"]] == ["late0001"]
+
+
+async def test_evicted_sessions_reload_and_still_notify(store) -> None:
+    async with server(*args(store, "--max-live-entries", "1")) as c:
+        listed = (await c.call("pi/listSessions", {}))["sessions"]
+        assert len(listed) == 3
+        f = store["files"][1]
+        for other in store["files"]:
+            await c.call("pi/getTree", {"session": other})  # f is evicted by the others
+        e = {
+            "type": "custom",
+            "id": "evict001",
+            "parentId": None,
+            "timestamp": "2026-12-01T00:00:00.000Z",
+            "customType": "x",
+        }
+        with open(f, "a") as fh:
+            fh.write(json.dumps(e) + "\n")
+        upd = await c.wait_for("pi/sessionUpdated", lambda p: p["session"] == f)
+        assert upd == {"session": f, "appended": ["evict001"], "leafId": "evict001", "reset": False}
+        tree = await c.call("pi/getTree", {"session": f, "filter": "all"})
+        assert tree == get_tree(Outline(SessionIndex.open(f)), "evict001", "all")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,7 @@ class LiveSession:
     leaf_id: str | None  # None with explicit=True: before the first entry
     explicit: bool = False  # set by a switch, not by the file
     saved_generation: int = -1  # index generation last written to the index cache
+    from_cache: bool = False
 
     @property
     def path(self) -> str:
@@ -62,8 +64,10 @@ class Registry:
     roots: list[str]
     state: StateDir
     busy_timeout: float = 120.0
-    sessions: dict[str, LiveSession] = field(default_factory=dict)
+    sessions: OrderedDict[str, LiveSession] = field(default_factory=OrderedDict)  # least recently used first
     cache: IndexCache | None = None
+    max_live_entries: int = 100_000  # indexes beyond this are dropped (their cache stays on disk)
+    evicted: dict[str, int] = field(default_factory=dict)  # path -> entry count when dropped
 
     def __post_init__(self) -> None:
         if self.cache is None:
@@ -81,6 +85,7 @@ class Registry:
         path = self.resolve(session)
         live = self.sessions.get(path)
         if live is not None:
+            self.sessions.move_to_end(path)
             return live
         if not os.path.isfile(path):
             raise SessionNotFound(f"no session file {session}")
@@ -93,7 +98,7 @@ class Registry:
                 raise SessionNotFound(f"{session} is not a pi session file") from None
             except OSError as e:
                 raise SessionNotFound(f"cannot read {session}: {e.strerror}") from None
-        live = LiveSession(idx, Outline(idx), idx.last_id)
+        live = LiveSession(idx, Outline(idx), idx.last_id, from_cache=from_cache)
         saved = self.state.leaf(path)
         if saved is not None and saved.get("size") == idx.size:
             # the file has not grown since the switch: the switch still holds
@@ -105,7 +110,21 @@ class Registry:
             self.save_index(live)
         else:
             live.saved_generation = idx.generation
+        self._evict(keep=path)
         return live
+
+    def _evict(self, keep: str) -> None:
+        """Drop the least recently used indexes beyond the budget; their caches reload them fast."""
+        total = sum(len(live.index) for live in self.sessions.values())
+        for path in list(self.sessions):
+            if total <= self.max_live_entries:
+                break
+            if path == keep or self.state.pending(path):
+                continue
+            live = self.sessions.pop(path)
+            self.save_index(live)
+            self.evicted[path] = len(live.index)
+            total -= len(live.index)
 
     def save_index(self, live: LiveSession) -> None:
         if live.saved_generation != live.index.generation:
@@ -167,7 +186,17 @@ class Registry:
         """Re-read a file that changed. Appended entries move the leaf (as pi's reload would)."""
         live = self.sessions.get(path)
         if live is None:
-            return None
+            if path not in self.evicted:
+                return None
+            before = self.evicted.pop(path)
+            try:
+                live = self.get(path)
+            except (SessionNotFound, OutsideRoots):
+                return Refreshed(path, [], True, None)
+            if live.from_cache and len(live.index) >= before:
+                appended = live.index.ids[before:]
+                return Refreshed(path, appended, False, live.leaf_id) if appended else None
+            return Refreshed(path, [], True, live.leaf_id)
         try:
             appended, reset = live.index.refresh()
         except (NotASession, OSError):
@@ -185,6 +214,7 @@ class Registry:
 
     def forget(self, path: str) -> None:
         self.sessions.pop(path, None)
+        self.evicted.pop(path, None)
 
     # ---------------------------------------------------------------- busy
 

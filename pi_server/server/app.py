@@ -59,6 +59,7 @@ class ServerOptions:
     state_dir: str | None = None
     token: str | None = None  # required in initializationOptions when set (TCP)
     busy_timeout: float = 120.0
+    max_live_entries: int = 100_000
     watch: bool = True
 
 
@@ -161,7 +162,12 @@ def setup_registry(server: PiServer, init: params.InitOptions) -> Registry:
     roots, _samples = resolve_roots(dirs)
     state = init.stateDir or server.options.state_dir or default_state_dir()
     busy = init.busyTimeout or server.options.busy_timeout
-    return Registry(roots=roots, state=StateDir(os.path.expanduser(state)), busy_timeout=busy)
+    return Registry(
+        roots=roots,
+        state=StateDir(os.path.expanduser(state)),
+        busy_timeout=busy,
+        max_live_entries=init.maxLiveEntries or server.options.max_live_entries,
+    )
 
 
 def new_token() -> str:

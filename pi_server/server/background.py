@@ -38,7 +38,7 @@ async def handle_changes(ls: PiServer, changes: set[tuple[Change, str]]) -> None
     for kind, path in sorted(changes, key=lambda c: c[1]):
         path = os.path.abspath(path)
         exists = os.path.isfile(path)
-        known = path in reg.sessions
+        known = path in reg.sessions or path in reg.evicted
         if not exists:
             if known or kind == Change.deleted:
                 await ls.core(reg.forget, path)

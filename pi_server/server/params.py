@@ -95,3 +95,4 @@ class InitOptions(BaseModel):
     summary: SummaryOptions | None = None
     token: str | None = None
     busyTimeout: float | None = Field(default=None, gt=0)
+    maxLiveEntries: int | None = Field(default=None, ge=1)
