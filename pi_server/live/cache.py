@@ -85,7 +85,7 @@ class IndexCache:
         rec["header_bytes"] = idx._header_bytes
         rec["v1_by_ordinal"] = {str(k): v for k, v in idx._v1_by_ordinal.items()}
         try:
-            atomic_write(self._file(idx.path), msgspec.msgpack.encode(rec))
+            atomic_write(self._file(idx.path), msgspec.msgpack.encode(rec), durable=False)
         except (OSError, TypeError, msgspec.EncodeError):
             pass  # a cache is an optimisation: never fail a request over it
 
@@ -163,6 +163,8 @@ class IndexCache:
             for path in [p for p in sessions if p not in keep]:
                 del sessions[path]
         try:
-            atomic_write(self.listing_path, msgspec.msgpack.encode({"format": FORMAT, "sessions": sessions}))
+            atomic_write(
+                self.listing_path, msgspec.msgpack.encode({"format": FORMAT, "sessions": sessions}), durable=False
+            )
         except (OSError, msgspec.EncodeError):
             pass

@@ -68,6 +68,7 @@ class Registry:
     cache: IndexCache | None = None
     max_live_entries: int = 100_000  # indexes beyond this are dropped (their cache stays on disk)
     evicted: dict[str, int] = field(default_factory=dict)  # path -> entry count when dropped
+    building: dict[str, SessionIndex] = field(default_factory=dict)  # background indexing in progress
 
     def __post_init__(self) -> None:
         if self.cache is None:
@@ -89,15 +90,51 @@ class Registry:
             return live
         if not os.path.isfile(path):
             raise SessionNotFound(f"no session file {session}")
-        idx = self.cache.load(path)
-        from_cache = idx is not None
+        idx = self.building.pop(path, None)  # half indexed in the background: finish it now
+        from_cache = False
         if idx is None:
-            try:
+            idx = self.cache.load(path)
+            from_cache = idx is not None
+        try:
+            if idx is None:
                 idx = SessionIndex.open(path)
-            except NotASession:
-                raise SessionNotFound(f"{session} is not a pi session file") from None
-            except OSError as e:
-                raise SessionNotFound(f"cannot read {session}: {e.strerror}") from None
+            elif not from_cache:
+                idx.refresh()
+                if idx.header is None:
+                    raise NotASession(path)
+        except NotASession:
+            raise SessionNotFound(f"{session} is not a pi session file") from None
+        except OSError as e:
+            raise SessionNotFound(f"cannot read {session}: {e.strerror}") from None
+        return self._adopt(path, idx, from_cache)
+
+    def index_step(self, path: str, budget: int = 4 << 20) -> bool:
+        """Index a little of one file (for background indexing); True once it is done.
+
+        Requests run between steps, so they never wait behind a whole large file.
+        """
+        if path in self.sessions:
+            return True
+        idx = self.building.get(path)
+        if idx is None:
+            cached = self.cache.load(path)
+            if cached is not None:
+                self._adopt(path, cached, True)
+                return True
+            idx = self.building[path] = SessionIndex(path)
+        try:
+            idx.refresh(max_bytes=budget)
+        except (NotASession, OSError):
+            self.building.pop(path, None)
+            return True
+        if not idx.done:
+            return False
+        self.building.pop(path, None)
+        if idx.header is not None:
+            self._adopt(path, idx, False)
+        return True
+
+    def _adopt(self, path: str, idx: SessionIndex, from_cache: bool) -> LiveSession:
         live = LiveSession(idx, Outline(idx), idx.last_id, from_cache=from_cache)
         saved = self.state.leaf(path)
         if saved is not None and saved.get("size") == idx.size:
@@ -110,6 +147,9 @@ class Registry:
             self.save_index(live)
         else:
             live.saved_generation = idx.generation
+        fp = fingerprint(path)
+        if fp is not None:
+            self.cache.remember_info(path, fp, {**session_info(idx), "_size": idx.size})
         self._evict(keep=path)
         return live
 

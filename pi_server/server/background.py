@@ -92,7 +92,8 @@ async def initial_index(ls: PiServer) -> None:
     start = time.monotonic()
     for i, path in enumerate(files):
         try:
-            await ls.core(reg.get, path)
+            while not await ls.core(reg.index_step, path):
+                pass
         except errors.PiError:
             pass
         if token and (i % 10 == 0 or i == len(files) - 1):

@@ -188,6 +188,7 @@ class SessionIndex:
     # read position
     size: int = 0  # bytes consumed (complete lines only)
     generation: int = 0  # bumped on every change, keys caches
+    done: bool = False  # the last refresh reached the end of the file
     _line_no: int = 0
     _ordinal: int = 0  # parsed lines so far, header = 0 (v1 ids and indexes)
     _header_bytes: bytes = b""
@@ -217,8 +218,12 @@ class SessionIndex:
         """The file ends in a line without its newline (still being written)."""
         return self._pending
 
-    def refresh(self) -> tuple[list[str], bool]:
-        """Read what changed on disk. Returns (appended ids, reset)."""
+    def refresh(self, max_bytes: int | None = None) -> tuple[list[str], bool]:
+        """Read what changed on disk. Returns (appended ids, reset).
+
+        With `max_bytes`, reads about that much (whole lines) and stops; `done`
+        tells whether the end of the file was reached.
+        """
         with open(self.path, "rb") as f:
             st = os.fstat(f.fileno())
             reset = False
@@ -228,11 +233,23 @@ class SessionIndex:
                     self._clear()
                     reset = True
             if st.st_size == self.size:
+                self.done = True
                 return [], reset
             f.seek(self.size)
-            buf = f.read(st.st_size - self.size)
+            want = st.st_size - self.size
+            reached = True
+            if max_bytes is not None and want > max_bytes:
+                buf = f.read(max_bytes)
+                while b"\n" not in buf and len(buf) < want:  # one line longer than the budget
+                    buf += f.read(max_bytes)
+                reached = len(buf) >= want
+                if not reached:
+                    buf = buf[: buf.rfind(b"\n") + 1]
+            else:
+                buf = f.read(want)
         before = len(self.ids)
         self._consume(buf, self.size)
+        self.done = reached
         self.generation += 1
         return self.ids[before:], reset
 

@@ -1,0 +1,225 @@
+"""The daemon's speed, with pi's own numbers for the same stores in the same run.
+
+    python benchmarks/daemon.py [--work DIR] [--write]
+
+1. append -> pi/sessionUpdated latency at a real LSP client, over 200 appends;
+2. cold start on a 200-file / ~500 MB store: first answer, full index, RSS,
+   against pi's SessionManager.list + opening each file;
+3. warm restart (index cache) on a 3,000-file store: pi/listSessions after
+   `initialized`, against pi's SessionManager.listAll.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from lsprotocol import types as lsp  # noqa: E402
+from pytest_lsp import LanguageClient, client_capabilities  # noqa: E402
+from pytest_lsp.client import register_lsp_features  # noqa: E402
+
+from pi_server.server.app import converter_factory  # noqa: E402
+
+PI_SIDE = ROOT / "benchmarks" / "pi_side.mjs"
+BEGIN, END = "<!-- daemon:begin -->", "<!-- daemon:end -->"
+
+
+def node_json(*args: str) -> dict:
+    out = subprocess.run(["node", str(PI_SIDE), *args], check=True, capture_output=True, text=True, cwd=ROOT)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def rss_of(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+class Session:
+    def __init__(self) -> None:
+        self.lc = LanguageClient(converter_factory=converter_factory)
+        register_lsp_features(self.lc)
+        self.updates: dict[str, float] = {}
+        updates = self.updates
+
+        def on_update(params: dict) -> None:
+            now = time.perf_counter()
+            for eid in params.get("appended", []):
+                updates[eid] = now
+
+        def ignore(params: dict) -> None:
+            pass
+
+        self.lc.feature("pi/sessionUpdated")(on_update)
+        self.lc.feature("pi/sessionsChanged")(ignore)
+        self.lc.feature("pi/savePoint")(ignore)
+
+    async def start(self, roots: str, state: str) -> None:
+        await self.lc.start_io(sys.executable, "-m", "pi_server", "--sessions-dir", roots, "--state-dir", state)
+
+    async def initialize(self) -> None:
+        await self.lc.initialize_session(
+            lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"), initialization_options={})
+        )
+
+    def progress_done(self) -> bool:
+        return any(
+            isinstance(r, lsp.WorkDoneProgressEnd) for reports in self.lc.progress_reports.values() for r in reports
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.lc._server.pid  # type: ignore[union-attr]
+
+    async def call(self, method: str, params: dict) -> dict:
+        return await self.lc.protocol.send_request_async(method, params)
+
+    async def stop(self) -> None:
+        await self.lc.shutdown_session()
+
+
+async def append_latency(work: Path, n: int = 200) -> dict:
+    roots = work / "append" / "sessions"
+    shutil.rmtree(work / "append", ignore_errors=True)
+    shutil.copytree(ROOT / "pi_server" / "samples", roots)
+    f = sorted(roots.rglob("*.jsonl"))[0]
+    s = Session()
+    await s.start(str(roots), str(work / "append" / "state"))
+    await s.initialize()
+    await s.call("pi/getTree", {"session": str(f)})
+    lat = []
+    parent = None
+    with open(f, "a") as fh:
+        for i in range(n):
+            eid = f"b{i:07x}"
+            line = json.dumps({"type": "custom", "id": eid, "parentId": parent, "timestamp": "2026-12-01T00:00:00.000Z",
+                               "customType": "bench"}) + "\n"
+            t0 = time.perf_counter()
+            fh.write(line)
+            fh.flush()
+            while eid not in s.updates:
+                await asyncio.sleep(0.0005)
+            lat.append(s.updates[eid] - t0)
+            parent = eid
+            await asyncio.sleep(0.02)  # appends arrive as a pi turn writes them, not in one burst
+    await s.stop()
+    lat.sort()
+    return {"appends": n, "p50": statistics.median(lat), "p99": lat[int(n * 0.99) - 1], "max": lat[-1]}
+
+
+async def cold_start(store: Path, work: Path) -> dict:
+    state = work / "cold-state"
+    shutil.rmtree(state, ignore_errors=True)
+    files = sorted(store.rglob("*.jsonl"))
+    pick = random.Random(3).choice(files)
+    s = Session()
+    await s.start(str(store), str(state))
+    t0 = time.perf_counter()
+    await s.initialize()
+    await s.call("pi/getTree", {"session": str(pick), "limit": 200})
+    first = time.perf_counter() - t0
+    while not s.progress_done():
+        await asyncio.sleep(0.01)
+    full = time.perf_counter() - t0
+    rss = rss_of(s.pid)
+    await s.stop()
+    return {"firstAnswerSeconds": first, "fullIndexSeconds": full, "rssBytes": rss, "files": len(files),
+            "bytes": sum(f.stat().st_size for f in files)}
+
+
+async def warm_restart(store: Path, work: Path) -> dict:
+    state = work / "warm-state"
+    shutil.rmtree(state, ignore_errors=True)
+    s = Session()  # first run builds the index cache
+    await s.start(str(store), str(state))
+    await s.initialize()
+    while not s.progress_done():
+        await asyncio.sleep(0.05)
+    await s.stop()
+    s = Session()
+    await s.start(str(store), str(state))
+    await s.initialize()
+    t0 = time.perf_counter()
+    listed = await s.call("pi/listSessions", {})
+    took = time.perf_counter() - t0
+    await s.stop()
+    return {"listSeconds": took, "sessions": len(listed["sessions"])}
+
+
+def store(work: Path, name: str, files: int, mb: int) -> Path:
+    d = work / name
+    if not (d / ".done").exists():
+        shutil.rmtree(d, ignore_errors=True)
+        print(f"generating {d} with pi's SessionManager ...", file=sys.stderr)
+        node_json("generate-store", str(d), "--files", str(files), "--total-mb", str(mb))
+        (d / ".done").write_text("")
+    return d
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", default=os.environ.get("PI_BENCH_DIR", "/tmp/pi-server-bench"))
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    s200 = store(work, "store200", 200, 500)
+    s3000 = store(work, "store3000", 3000, 300)
+
+    print("append latency ...", file=sys.stderr)
+    app = asyncio.run(append_latency(work))
+    print("cold start ...", file=sys.stderr)
+    cold = asyncio.run(cold_start(s200, work))
+    pi200 = node_json("list", str(s200))
+    print("warm restart ...", file=sys.stderr)
+    warm = asyncio.run(warm_restart(s3000, work))
+    pi3000 = node_json("list", str(s3000))
+
+    pi_full = pi200["listSeconds"] + pi200["openAllSeconds"]
+    rows = [
+        ("append → `pi/sessionUpdated` at the client, p50", "—", f"{app['p50'] * 1000:.1f} ms", "—", "≤ 50 ms"),
+        ("append → `pi/sessionUpdated` at the client, p99", "—", f"{app['p99'] * 1000:.1f} ms", "—", "≤ 150 ms"),
+        (f"cold start, {cold['files']} files / {cold['bytes'] / 1e6:.0f} MB: first answer (any session)", "—",
+         f"{cold['firstAnswerSeconds']:.2f} s", "—", "≤ 1 s"),
+        ("cold start: full index vs pi's `list` + opening each file", f"{pi_full:.1f} s",
+         f"{cold['fullIndexSeconds']:.1f} s", f"{cold['fullIndexSeconds'] / pi_full:.2f}×", "≤ 0.2×"),
+        ("server RSS after indexing, per byte indexed", "—", f"{cold['rssBytes'] / 2**20:.0f} MiB",
+         f"{cold['rssBytes'] / cold['bytes']:.2f}×", "≤ 0.1×"),
+        (f"warm restart, {warm['sessions']} files: `pi/listSessions` after `initialized` vs pi's `listAll`",
+         f"{pi3000['listAllSeconds'] * 1000:.0f} ms", f"{warm['listSeconds'] * 1000:.0f} ms",
+         f"{warm['listSeconds'] / pi3000['listAllSeconds']:.2f}×", "≤ 300 ms"),
+    ]
+    lines = [BEGIN, "", "## The daemon (`python benchmarks/daemon.py --write`)", "",
+             "Real LSP client over stdio; stores generated by pi's own `SessionManager`"
+             " (`benchmarks/pi_side.mjs generate-store`); pi measured on the same stores in the same run.", "",
+             "| what | pi | pi-server | ratio | target |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in rows]
+    lines += ["", "```json", json.dumps({"append": app, "cold": cold, "warm": warm, "pi200": pi200,
+                                          "pi3000": pi3000}), "```", "", END]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        doc = ROOT / "docs" / "benchmarks.md"
+        old = doc.read_text() if doc.exists() else "# Benchmarks\n"
+        if BEGIN in old:
+            old = old[: old.index(BEGIN)] + old[old.index(END) + len(END):]
+        doc.write_text(old.rstrip() + "\n\n" + text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
