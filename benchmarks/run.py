@@ -160,7 +160,11 @@ def main() -> int:
     if args.write:
         notes = ROOT / "docs" / "benchmarks-notes.md"
         extra = notes.read_text() if notes.exists() else ""
-        (ROOT / "docs" / "benchmarks.md").write_text(text + ("\n" + extra if extra else ""))
+        doc = ROOT / "docs" / "benchmarks.md"
+        old = doc.read_text() if doc.exists() else ""
+        begin, end = "<!-- daemon:begin -->", "<!-- daemon:end -->"
+        daemon = old[old.index(begin) : old.index(end) + len(end)] if begin in old and end in old else ""
+        doc.write_text(text + ("\n" + extra if extra else "") + ("\n" + daemon + "\n" if daemon else ""))
     return 0
 
 
