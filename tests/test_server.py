@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -431,3 +432,64 @@ async def test_evicted_sessions_reload_and_still_notify(store) -> None:
         assert upd == {"session": f, "appended": ["evict001"], "leafId": "evict001", "reset": False}
         tree = await c.call("pi/getTree", {"session": f, "filter": "all"})
         assert tree == get_tree(Outline(SessionIndex.open(f)), "evict001", "all")
+
+
+async def test_progress_and_disconnect(store) -> None:
+    from lsprotocol import types as lsp
+
+    async with server(*args(store)) as c:
+        for _ in range(200):
+            reports = [r for rs in c.lc.progress_reports.values() for r in rs]
+            if any(isinstance(r, lsp.WorkDoneProgressEnd) for r in reports):
+                break
+            import asyncio
+
+            await asyncio.sleep(0.02)
+        kinds = [type(r).__name__ for r in reports]
+        assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"
+    # a client that goes away ends the server
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pi_server", *args(store)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    proc.stdin.close()
+    assert proc.wait(timeout=20) == 0
+
+
+async def test_first_write_to_a_v1_file_migrates_it_as_pi_does(store, tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "pi" / "before-compaction.jsonl"
+    v1 = Path(store["root"]) / "--old--" / "2025-12-09T00-53-29-825Z_ffae836b.jsonl"
+    v1.parent.mkdir()
+    shutil.copy(src, v1)
+    os.chmod(v1, 0o644)
+    before = SessionIndex.open(str(v1))
+    async with server(*args(store)) as c:
+        ctx_before = await c.call("pi/buildContext", {"session": str(v1)})
+        target = before.ids[5]
+        lab = await c.call("pi/setLabel", {"session": str(v1), "targetId": target, "label": "kept-id"})
+        lines = [json.loads(x) for x in v1.read_text().splitlines()]
+        assert lines[0]["version"] == 3 and lines[0]["id"] == before.header.id
+        assert [e["id"] for e in lines[1:-1]] == before.ids  # the ids shown before are kept
+        assert lines[-1]["id"] == lab["entryId"] and lines[-1]["targetId"] == target
+        ctx_after = await c.call("pi/buildContext", {"session": str(v1), "leafId": before.ids[-1]})
+        assert ctx_after["messages"] == ctx_before["messages"]
+    # pi reads the migrated file as a v3 session with our ids
+    out = subprocess.run(
+        [
+            "node",
+            "-e",
+            f"""
+        import("@mariozechner/pi-coding-agent").then(({{SessionManager}}) => {{
+          const sm = SessionManager.open({json.dumps(str(v1))});
+          process.stdout.write(JSON.stringify({{ids: sm.getEntries().map(e => e.id), label: sm.getLabel({json.dumps(target)})}}));
+        }})""",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ORACLE.parent.parent,
+    )
+    pi = json.loads(out.stdout)
+    assert pi["ids"] == [*before.ids, lab["entryId"]] and pi["label"] == "kept-id"
