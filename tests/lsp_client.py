@@ -46,12 +46,17 @@ class Client:
 
 @asynccontextmanager
 async def server(
-    *args: str, init_options: dict[str, Any] | None = None, env: dict[str, str] | None = None
+    *args: str,
+    init_options: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    preexec_fn: Any = None,
 ) -> AsyncIterator[Client]:
     lc = LanguageClient(converter_factory=converter_factory)
     register_lsp_features(lc)
     client = Client(lc)
-    await lc.start_io(sys.executable, "-m", "pi_server", *args, env={**os.environ, **(env or {})})
+    await lc.start_io(
+        sys.executable, "-m", "pi_server", *args, env={**os.environ, **(env or {})}, preexec_fn=preexec_fn
+    )
     try:
         client.init = await asyncio.wait_for(
             lc.initialize_session(

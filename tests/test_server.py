@@ -111,9 +111,23 @@ async def test_errors(store, tmp_path: Path) -> None:
         await expect_error(c, "pi/compact", {"session": store["big"]}, -32004)
         await expect_error(c, "pi/summarizeBranch", {"session": store["big"], "targetId": None}, -32004)
         await expect_error(c, "pi/fork", {"session": store["big"], "leafId": "nope"}, -32002)
-        os.chmod(store["big"], 0o444)
-        if os.geteuid() != 0:  # root writes anyway
-            await expect_error(c, "pi/setSessionName", {"session": store["big"], "name": "x"}, -32005, "WriteFailed")
+
+
+async def test_write_failed(store) -> None:
+    import resource
+
+    big = store["big"]
+    limit = os.path.getsize(big) + 10  # the next append cannot fit, even as root
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    async with server(*args(store), preexec_fn=cap) as c:
+        before = Path(big).read_bytes()
+        e = await expect_error(c, "pi/setSessionName", {"session": big, "name": "x" * 100}, -32005, "WriteFailed")
+        assert big in e.message or "append" in e.message
+        assert Path(big).read_bytes()[: len(before)] == before  # nothing lost
+        assert (await c.call("pi/getTree", {"session": big}))["total"] > 0  # still serving
 
 
 async def test_switch_label_name_and_leaf_persistence(store) -> None:
