@@ -72,6 +72,21 @@ def js_number(v: float | int) -> str:
     return r
 
 
+def js_string(v: Any, missing: str = "undefined") -> str:
+    """String(v) (or a template literal) of a JSON value; None stands for `missing`."""
+    if v is None:
+        return missing
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)):
+        return js_number(v)
+    if isinstance(v, list):
+        return ",".join("" if x is None else js_string(x) for x in v)
+    return "[object Object]"
+
+
 def js_stringify(value: Any) -> str:
     """JSON.stringify(value) for JSON-shaped data (dict order kept)."""
     if value is None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_server.jsutil import js_string
+
 COMPACTION_PREFIX = (
     "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
 )
@@ -12,30 +14,17 @@ BRANCH_PREFIX = "The following is a summary of a branch that this conversation c
 BRANCH_SUFFIX = "</summary>"
 
 
-def _s(v: Any) -> str:
-    """JS template/concatenation of a value."""
-    if v is None:
-        return "undefined"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
 def bash_execution_text(m: dict[str, Any]) -> str:
-    text = f"Ran `{_s(m.get('command'))}`\n"
+    text = f"Ran `{js_string(m.get('command'))}`\n"
     output = m.get("output")
-    text += f"```\n{_s(output)}\n```" if output else "(no output)"
+    text += f"```\n{js_string(output)}\n```" if output else "(no output)"
     code = m.get("exitCode")
     if m.get("cancelled"):
         text += "\n\n(command cancelled)"
     elif code is not None and code != 0:
-        text += f"\n\nCommand exited with code {_s(code)}"
+        text += f"\n\nCommand exited with code {js_string(code)}"
     if m.get("truncated") and m.get("fullOutputPath"):
-        text += f"\n\n[Output truncated. Full output: {_s(m.get('fullOutputPath'))}]"
+        text += f"\n\n[Output truncated. Full output: {js_string(m.get('fullOutputPath'))}]"
     return text
 
 
@@ -59,9 +48,11 @@ def convert_to_llm(messages: list[dict[str, Any]], entry_ids: list[str] | None =
             c = m.get("content")
             r = _with_ts(m, [{"type": "text", "text": c}] if isinstance(c, str) else c)
         elif role == "branchSummary":
-            r = _with_ts(m, [{"type": "text", "text": BRANCH_PREFIX + _s(m.get("summary")) + BRANCH_SUFFIX}])
+            r = _with_ts(m, [{"type": "text", "text": BRANCH_PREFIX + js_string(m.get("summary")) + BRANCH_SUFFIX}])
         elif role == "compactionSummary":
-            r = _with_ts(m, [{"type": "text", "text": COMPACTION_PREFIX + _s(m.get("summary")) + COMPACTION_SUFFIX}])
+            r = _with_ts(
+                m, [{"type": "text", "text": COMPACTION_PREFIX + js_string(m.get("summary")) + COMPACTION_SUFFIX}]
+            )
         elif role in ("user", "assistant", "toolResult"):
             r = m
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pi_server.jsutil import js_stringify, js_trim, u16len, u16slice
+from pi_server.jsutil import js_string, js_stringify, js_trim, u16len, u16slice
 from pi_server.store.content import block_fields as _block
 
 _MAX = 200  # pi's tree selector looks at the first 200 characters of a message
@@ -43,20 +43,8 @@ def _short(p: str) -> str:
 
 
 def _js_str(v: Any) -> str:
-    """String(v) for JSON values."""
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, str):
-        return v
-    if isinstance(v, (int, float)):
-        return js_stringify(v)
-    if isinstance(v, list):
-        return ",".join("" if x is None else _js_str(x) for x in v)
-    return "[object Object]"
+    """String(v) where pi's value is null."""
+    return js_string(v, "null")
 
 
 def _or(args: dict[str, Any], *keys: str, default: str = "") -> str:
