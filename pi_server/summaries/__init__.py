@@ -1,0 +1,1 @@
+"""Summaries: pi's branch summaries (and, later, compaction), prompts, the extractive fallback."""

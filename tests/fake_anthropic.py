@@ -1,0 +1,98 @@
+"""A loopback fake of the Anthropic Messages API: real HTTP, SSE streaming, recorded requests."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def sse_text(text: str, stop: str = "end_turn") -> bytes:
+    def ev(kind: str, data: dict[str, Any]) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+
+    return "".join(
+        [
+            ev(
+                "message_start",
+                {
+                    "message": {
+                        "id": "msg_1",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "m",
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 10, "output_tokens": 1},
+                    }
+                },
+            ),
+            ev("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+            *[
+                ev("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": part}})
+                for part in _chunks(text)
+            ],
+            ev("content_block_stop", {"index": 0}),
+            ev("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}}),
+            ev("message_stop", {}),
+        ]
+    ).encode()
+
+
+def _chunks(text: str) -> list[str]:
+    return [text[i : i + 7] for i in range(0, len(text), 7)] or [""]
+
+
+class FakeAnthropic:
+    """Answers each request with the next scripted reply: ("text", str) or (status, error message)."""
+
+    def __init__(self, replies: list[tuple[Any, str]] | None = None, delay: float = 0.0) -> None:
+        self.replies = list(replies or [])
+        self.default: tuple[Any, str] = ("text", "## Goal\nA canned summary.")
+        self.requests: list[dict[str, Any]] = []
+        self.delay = delay
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                n = int(self.headers.get("content-length", "0"))
+                raw = self.rfile.read(n)
+                fake.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "raw": raw, "body": json.loads(raw)}
+                )
+                kind, payload = fake.replies.pop(0) if fake.replies else fake.default
+                if fake.delay:
+                    import time
+
+                    time.sleep(fake.delay)
+                if kind == "text":
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.end_headers()
+                    self.wfile.write(sse_text(payload))
+                else:
+                    body = json.dumps({"type": "error", "error": {"type": "api_error", "message": payload}}).encode()
+                    self.send_response(int(kind))
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(body)))
+                    if int(kind) == 429:
+                        self.send_header("retry-after", "0")
+                    self.end_headers()
+                    self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeAnthropic:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
