@@ -23,6 +23,7 @@ from pi_server.tree.paths import path_to
 
 FINAL_STOPS = frozenset(("stop", "length", "error", "aborted"))
 LEAF_MARKER = "pi-server/leaf"
+SUMMARY_PLACEHOLDER = "<the summary entry>"  # a queued label on a summary not written yet
 
 
 class SessionNotFound(Exception):
@@ -69,6 +70,7 @@ class Registry:
     max_live_entries: int = 100_000  # indexes beyond this are dropped (their cache stays on disk)
     evicted: dict[str, int] = field(default_factory=dict)  # path -> entry count when dropped
     building: dict[str, SessionIndex] = field(default_factory=dict)  # background indexing in progress
+    _last_summary: str | None = None
 
     def __post_init__(self) -> None:
         if self.cache is None:
@@ -306,6 +308,8 @@ class Registry:
         kind = op["op"]
         leaf = live.leaf_id
         if kind == "label":
+            if op["targetId"] == SUMMARY_PLACEHOLDER:
+                op = {**op, "targetId": self._last_summary}
             if op["targetId"] not in live.index.by_id:
                 raise EntryNotFound(f"no entry {op['targetId']} in {live.path}")
             e = self._entry(live, "label", leaf, targetId=op["targetId"], label=op.get("label") or None)
@@ -315,6 +319,19 @@ class Registry:
         if kind == "name":
             e = self._entry(live, "session_info", leaf, name=op["name"].strip())
             return self._append(live, [self._reorder(e)])
+        if kind == "summary":
+            parent = op.get("parentId")
+            e = self._entry(
+                live,
+                "branch_summary",
+                parent,
+                fromId=parent if parent is not None else "root",
+                summary=op["summary"],
+                details=op["details"],
+            )
+            ids = self._append(live, [self._reorder(e)])
+            self._last_summary = ids[-1]
+            return ids
         if kind == "leaf":
             target = op.get("leafId")
             e = self._entry(live, "custom", target, customType=LEAF_MARKER, data={"leafId": target})
@@ -348,37 +365,55 @@ class Registry:
 
     # ---------------------------------------------------------------- operations
 
-    def switch(self, live: LiveSession, target: str | None, label: str | None, persist: bool) -> dict[str, Any]:
-        """pi's navigateTree (without summary): a user/custom message puts its text back in the editor."""
+    def navigate_target(self, live: LiveSession, target: str | None) -> tuple[str | None, str | None]:
+        """pi's navigateTree: (new leaf, editor text). A user or custom message gives its text back."""
         idx = live.index
-        editor_text = None
         if target is None:
-            new_leaf = None
-        else:
-            pos = self.entry_pos(live, target)
-            entry = idx.read_entry(pos)
-            msg = entry.get("message") if isinstance(entry.get("message"), dict) else None
-            if entry.get("type") == "message" and msg and msg.get("role") == "user":
-                new_leaf = idx.parents[pos] if idx.parents[pos] in idx.by_id else None
-                editor_text = join_text(msg.get("content"), "")
-            elif entry.get("type") == "custom_message":
-                new_leaf = idx.parents[pos] if idx.parents[pos] in idx.by_id else None
-                editor_text = join_text(entry.get("content"), "")
-            else:
-                new_leaf = target
+            return None, None
+        pos = self.entry_pos(live, target)
+        entry = idx.read_entry(pos)
+        msg = entry.get("message") if isinstance(entry.get("message"), dict) else None
+        parent = idx.parents[pos] if idx.parents[pos] in idx.by_id else None
+        if entry.get("type") == "message" and msg and msg.get("role") == "user":
+            return parent, join_text(msg.get("content"), "")
+        if entry.get("type") == "custom_message":
+            return parent, join_text(entry.get("content"), "")
+        return target, None
+
+    def switch(
+        self,
+        live: LiveSession,
+        target: str | None,
+        label: str | None,
+        persist: bool,
+        summary: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Move the leaf as pi's navigateTree does; with a summary, append it under the new leaf."""
+        idx = live.index
+        new_leaf, editor_text = self.navigate_target(live, target)
         live.leaf_id, live.explicit = new_leaf, True
         self.state.set_leaf(live.path, new_leaf, idx.size)
         queued = False
-        if label is not None and target is not None:
-            # as pi's appendLabelChange: a child of the new leaf, which moves onto it
-            _, q = self.write(live, {"op": "label", "targetId": target, "label": label})
+        summary_id = None
+        if summary is not None:
+            details = {"readFiles": summary["readFiles"], "modifiedFiles": summary["modifiedFiles"]}
+            ids, q = self.write(
+                live, {"op": "summary", "parentId": new_leaf, "summary": summary["summary"], "details": details}
+            )
+            summary_id, queued = (ids[-1] if ids else None), q
+        label_target = (summary_id or SUMMARY_PLACEHOLDER) if summary is not None else target
+        if label is not None and label_target is not None:
+            # as pi's appendLabelChange: a child of the current leaf, which moves onto it
+            _, q = self.write(live, {"op": "label", "targetId": label_target, "label": label})
             queued = queued or q
         if persist:
-            ids, q = self.write(live, {"op": "leaf", "leafId": new_leaf})
+            _, q = self.write(live, {"op": "leaf", "leafId": summary_id or new_leaf})
             queued = queued or q
         out: dict[str, Any] = {"leafId": live.leaf_id, "queued": queued}
         if editor_text is not None:
             out["editorText"] = editor_text
+        if summary is not None:
+            out["summaryEntryId"] = summary_id
         return out
 
     def fork(self, live: LiveSession, leaf_id: str) -> str:

@@ -50,7 +50,7 @@ METHODS = [
     "pi/fork",
     "pi/compact",
 ]
-NO_SUMMARIES = "summaries are not available in this version of pi-server"
+NO_COMPACTION = "compaction is not available in this version of pi-server"
 
 
 @dataclass
@@ -98,6 +98,7 @@ class PiServer(LanguageServer):
         self.tasks: list[asyncio.Task] = []
         self.stop = asyncio.Event()
         self.authorized = options.token is None
+        self.summary_options: params.SummaryOptions | None = None
 
     async def core(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a core call on the worker thread, mapping core errors to the contract's."""

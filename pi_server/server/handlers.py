@@ -8,9 +8,11 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
+from pi_server import summaries
 from pi_server.context.formats import context_result
 from pi_server.server import background, errors, params
-from pi_server.server.app import NO_SUMMARIES, PiServer, parse, setup_registry
+from pi_server.server.app import NO_COMPACTION, PiServer, parse, setup_registry
+from pi_server.summaries.client import SummaryError
 from pi_server.tree.outline import get_tree
 
 log = logging.getLogger("pi_server")
@@ -48,6 +50,7 @@ def register(server: PiServer) -> None:
                 raise errors.InvalidParams("invalid token")
             ls.authorized = True
         ls.registry = setup_registry(ls, init)
+        ls.summary_options = init.summary
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: PiServer, _p: Any) -> None:
@@ -115,13 +118,14 @@ def register(server: PiServer) -> None:
         p = parse(params.SwitchBranch, raw)
         if "targetId" not in p.model_fields_set:
             raise errors.InvalidParams("invalid params: targetId: Field required")
+        summary = None
         if p.summarize:
-            raise errors.SummaryFailed(NO_SUMMARIES)
+            summary = await branch_summary(ls, p.session, p.targetId, None, p.customInstructions, p.replaceInstructions)
 
         def run() -> Any:
             live = ls.registry.get(p.session)
             before = len(live.index)
-            out = ls.registry.switch(live, p.targetId, p.label, p.persist)
+            out = ls.registry.switch(live, p.targetId, p.label, p.persist, summary.to_json() if summary else None)
             return live.path, live.index.ids[before:], out
 
         path, appended, out = await ls.core(run)
@@ -131,14 +135,24 @@ def register(server: PiServer) -> None:
     @reg("pi/summarizeBranch")
     async def summarize_branch(ls: PiServer, raw: Any) -> Any:
         p = parse(params.SummarizeBranch, raw)
-        await ls.core(lambda: ls.registry.get(p.session))
-        raise errors.SummaryFailed(NO_SUMMARIES)
+        if "targetId" not in p.model_fields_set:
+            raise errors.InvalidParams("invalid params: targetId: Field required")
+        summary = await branch_summary(
+            ls,
+            p.session,
+            p.targetId,
+            p.fromId,
+            p.customInstructions,
+            p.replaceInstructions,
+            explicit_from="fromId" in p.model_fields_set,
+        )
+        return summary.to_json()
 
     @reg("pi/compact")
     async def compact(ls: PiServer, raw: Any) -> Any:
         p = parse(params.Compact, raw)
         await ls.core(lambda: ls.registry.get(p.session))
-        raise errors.SummaryFailed(NO_SUMMARIES)
+        raise errors.SummaryFailed(NO_COMPACTION)
 
     @reg("pi/setLabel")
     async def set_label(ls: PiServer, raw: Any) -> Any:
@@ -176,3 +190,51 @@ def register(server: PiServer) -> None:
             return {"session": ls.registry.fork(live, p.leafId)}
 
         return await ls.core(run)
+
+
+async def branch_summary(
+    ls: PiServer,
+    session: str,
+    target: str | None,
+    from_id: str | None,
+    custom: str | None,
+    replace: bool,
+    explicit_from: bool = False,
+) -> summaries.Summary:
+    """Summarize the branch from `from_id` (default: the current leaf) back to its common ancestor with `target`."""
+
+    def prepare() -> Any:
+        live = ls.registry.get(session)
+        start = from_id if explicit_from else live.leaf_id
+        for eid in (start, target):
+            if eid is not None:
+                ls.registry.entry_pos(live, eid)
+        configured = ls.summary_options.model if ls.summary_options else None
+        model = summaries.summary_model(model_at(live.index, start), configured)
+        req, entries = summaries.prepare(live.index, start, target, model, custom, replace)
+        return req, entries, model
+
+    req, entries, model = await ls.core(prepare)
+    timeout = float(ls.summary_options.timeout) if ls.summary_options and ls.summary_options.timeout else 120.0
+    try:
+        return await summaries.summarize(req, entries, model, timeout=timeout)
+    except SummaryError as e:
+        raise errors.SummaryFailed(f"summary failed: {e}") from None
+
+
+def model_at(idx: Any, leaf_id: str | None) -> dict | None:
+    """The model in effect at a leaf (pi's settings replay), from the ancestry arrays."""
+    if leaf_id is None or leaf_id not in idx.by_id:
+        return None
+    if idx.irregular:
+        from pi_server.context.build import build_context as build
+
+        return build(idx, leaf_id).model
+    pos = idx.anc_model[idx.by_id[leaf_id]]
+    if pos < 0:
+        return None
+    e = idx.read_entry(pos)
+    if e.get("type") == "model_change":
+        return {"provider": e.get("provider"), "modelId": e.get("modelId")}
+    m = e.get("message") or {}
+    return {"provider": m.get("provider"), "modelId": m.get("model")}

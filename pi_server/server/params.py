@@ -84,6 +84,7 @@ class SummaryOptions(BaseModel):
     model_config = ConfigDict(extra="ignore")
     model: str | None = None
     maxTokens: int | None = None
+    timeout: float | None = Field(default=None, gt=0)
 
 
 class InitOptions(BaseModel):

@@ -1,1 +1,5 @@
 """Summaries: pi's branch summaries (and, later, compaction), prompts, the extractive fallback."""
+
+from pi_server.summaries.service import Summary, prepare, summarize, summary_model
+
+__all__ = ["Summary", "prepare", "summarize", "summary_model"]

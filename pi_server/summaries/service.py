@@ -1,0 +1,72 @@
+"""Producing a branch summary: Anthropic when a key is there, else the extractive fallback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pi_server.llm.models import ANTHROPIC, DEFAULT_ANTHROPIC, ModelInfo
+from pi_server.summaries.branch import BranchRequest, collect_entries, finish_summary, prepare_branch_summary
+from pi_server.summaries.client import api_key, complete, request_body
+from pi_server.summaries.extractive import extractive_summary
+
+
+@dataclass
+class Summary:
+    summary: str
+    read_files: list[str]
+    modified_files: list[str]
+    entry_ids: list[str]
+    common_ancestor: str | None
+    source: str  # "anthropic" | "extractive" | "empty"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "readFiles": self.read_files,
+            "modifiedFiles": self.modified_files,
+            "entryIds": self.entry_ids,
+            "commonAncestorId": self.common_ancestor,
+            "source": self.source,
+        }
+
+
+def summary_model(session_model: dict | None, configured: str | None) -> ModelInfo:
+    """The session's model when it is an Anthropic one pi knows, else the configured one."""
+    if session_model and session_model.get("provider") == "anthropic" and session_model.get("modelId") in ANTHROPIC:
+        return ANTHROPIC[session_model["modelId"]]
+    if configured and configured in ANTHROPIC:
+        return ANTHROPIC[configured]
+    return ANTHROPIC[DEFAULT_ANTHROPIC]
+
+
+def prepare(
+    idx: Any, from_id: str | None, target: str | None, model: ModelInfo, custom: str | None, replace: bool
+) -> tuple[BranchRequest, list[dict[str, Any]]]:
+    req = prepare_branch_summary(idx, from_id, target, model.context_window, custom, replace)
+    entries, _ = collect_entries(idx, from_id, target)
+    return req, entries
+
+
+async def summarize(
+    req: BranchRequest, entries: list[dict[str, Any]], model: ModelInfo, *, timeout: float = 120.0
+) -> Summary:
+    if req.prompt is None:
+        return Summary(
+            "No content to summarize", req.read_files, req.modified_files, req.entry_ids, req.common_ancestor, "empty"
+        )
+    key = api_key()
+    if key:
+        text = await complete(request_body(model, req.prompt), key, timeout=timeout)
+        source = "anthropic"
+    else:
+        text = extractive_summary(req, entries)
+        source = "extractive"
+    return Summary(
+        finish_summary(req, text) or "No summary generated",
+        req.read_files,
+        req.modified_files,
+        req.entry_ids,
+        req.common_ancestor,
+        source,
+    )

@@ -1,0 +1,107 @@
+"""Summaries through the server: Anthropic on a loopback fake, the extractive fallback, failures."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fake_anthropic import FakeAnthropic
+from lsp_client import server
+from pygls.exceptions import JsonRpcException
+
+from pi_server.store.index import SessionIndex
+from pi_server.summaries.prompts import BRANCH_SUMMARY_PREAMBLE
+
+SAMPLES = Path(__file__).resolve().parent.parent / "pi_server" / "samples"
+KEY = "sk-ant-api03-secret-test-key-0000"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> dict:
+    root = tmp_path / "sessions"
+    shutil.copytree(SAMPLES, root)
+    big = max(root.rglob("*.jsonl"), key=lambda p: p.stat().st_size)
+    return {
+        "root": str(root),
+        "state": str(tmp_path / "state"),
+        "big": str(big),
+        "home": str(tmp_path / "home"),
+        "log": str(tmp_path / "server.log"),
+    }
+
+
+def _args(store: dict) -> list[str]:
+    return ["--sessions-dir", store["root"], "--state-dir", store["state"], "--log-file", store["log"]]
+
+
+def _env(store: dict, key: str | None, url: str | None = None) -> dict[str, str]:
+    env = {"HOME": store["home"], "ANTHROPIC_API_KEY": key or "", "PI_CODING_AGENT_DIR": store["home"] + "/agent"}
+    if url:
+        env["ANTHROPIC_BASE_URL"] = url
+    return env
+
+
+async def test_extractive_without_a_key(store) -> None:
+    big = store["big"]
+    idx = SessionIndex.open(big)
+    first_user = next(i for i, r in enumerate(idx.roles) if r == "user")
+    before = Path(big).read_bytes()
+    async with server(*_args(store), env=_env(store, None)) as c:
+        s = await c.call("pi/summarizeBranch", {"session": big, "targetId": idx.ids[first_user]})
+        assert s["source"] == "extractive" and s["summary"].startswith(BRANCH_SUMMARY_PREAMBLE + "## Goal\n")
+        assert "## Next Steps" in s["summary"] and s["entryIds"] and s["commonAncestorId"] == idx.ids[first_user]
+        assert Path(big).read_bytes() == before  # writes nothing
+        out = await c.call(
+            "pi/switchBranch", {"session": big, "targetId": idx.ids[first_user], "summarize": True, "label": "tried-it"}
+        )
+        lines = [json.loads(x) for x in Path(big).read_text().splitlines()[-2:]]
+        summ, label = lines
+        parent = idx.parents[first_user]
+        assert summ["type"] == "branch_summary" and summ["parentId"] == parent and summ["fromId"] == parent
+        assert summ["details"] == {"readFiles": s["readFiles"], "modifiedFiles": s["modifiedFiles"]}
+        assert out["summaryEntryId"] == summ["id"] and label["targetId"] == summ["id"]
+        assert out["editorText"] and out["leafId"] == label["id"]
+        ctx = await c.call("pi/buildContext", {"session": big})
+        assert ctx["messages"][-1]["role"] == "branchSummary" and ctx["messages"][-1]["summary"] == summ["summary"]
+
+
+async def test_anthropic_summary_and_failures(store) -> None:
+    big = store["big"]
+    idx = SessionIndex.open(big)
+    target = idx.ids[2]
+    with FakeAnthropic([("text", "## Goal\nFrom the fake."), (400, f"no good {KEY}")]) as fake:
+        async with server(*_args(store), env=_env(store, KEY, fake.url)) as c:
+            s = await c.call(
+                "pi/summarizeBranch", {"session": big, "targetId": target, "customInstructions": "mention tests"}
+            )
+            assert s["source"] == "anthropic" and s["summary"].startswith(
+                BRANCH_SUMMARY_PREAMBLE + "## Goal\nFrom the fake."
+            )
+            body = fake.requests[0]["body"]
+            assert body["max_tokens"] == 2048 and body["model"] == "claude-sonnet-4-5"
+            assert "Additional focus: mention tests" in body["messages"][0]["content"][0]["text"]
+            before = Path(big).read_bytes()
+            tree = await c.call("pi/getTree", {"session": big})
+            with pytest.raises(JsonRpcException) as e:
+                await c.call("pi/switchBranch", {"session": big, "targetId": target, "summarize": True})
+            assert e.value.code == -32004 and e.value.data == {"kind": "SummaryFailed"}
+            assert "400" in e.value.message and KEY not in e.value.message
+            assert Path(big).read_bytes() == before  # a failed summary cancels the switch
+            assert (await c.call("pi/getTree", {"session": big}))["leafId"] == tree["leafId"]
+    assert KEY not in Path(store["log"]).read_text()
+
+
+async def test_auth_json_key_is_used(store) -> None:
+    agent = Path(store["home"]) / "agent"
+    agent.mkdir(parents=True)
+    (agent / "auth.json").write_text(json.dumps({"anthropic": {"type": "api_key", "key": KEY}}))
+    big = store["big"]
+    with FakeAnthropic() as fake:
+        env = _env(store, None, fake.url)
+        async with server(*_args(store), env=env) as c:
+            s = await c.call("pi/summarizeBranch", {"session": big, "targetId": SessionIndex.open(big).ids[2]})
+            assert s["source"] == "anthropic"
+        headers = {k.lower(): v for k, v in fake.requests[0]["headers"].items()}
+        assert KEY in (headers.get("x-api-key", "") + headers.get("authorization", ""))
