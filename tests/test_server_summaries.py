@@ -105,3 +105,32 @@ async def test_auth_json_key_is_used(store) -> None:
             assert s["source"] == "anthropic"
         headers = {k.lower(): v for k, v in fake.requests[0]["headers"].items()}
         assert KEY in (headers.get("x-api-key", "") + headers.get("authorization", ""))
+
+
+async def test_cancel_request_cancels_the_http_call(store) -> None:
+    import asyncio
+
+    from lsprotocol import types as lsp
+
+    big = store["big"]
+    target = SessionIndex.open(big).ids[2]
+    before = Path(big).read_bytes()
+    with FakeAnthropic(delay=4) as fake:
+        async with server(*_args(store), env=_env(store, KEY, fake.url)) as c:
+            proto = c.lc.protocol
+            fut = asyncio.ensure_future(
+                proto.send_request_async("pi/switchBranch", {"session": big, "targetId": target, "summarize": True})
+            )
+            for _ in range(200):
+                if fake.requests:
+                    break
+                await asyncio.sleep(0.02)
+            assert fake.requests  # the HTTP call is in flight
+            begun = [r for rs in c.lc.progress_reports.values() for r in rs]
+            assert any(isinstance(r, lsp.WorkDoneProgressBegin) and r.title == "Summarizing branch" for r in begun)
+            msg_id = next(k for k, f in proto._request_futures.items() if not f.done())
+            proto.notify("$/cancelRequest", lsp.CancelParams(id=msg_id))
+            with pytest.raises(JsonRpcException) as e:
+                await asyncio.wait_for(fut, 3)  # well before the fake would answer
+            assert e.value.code == -32800
+            assert Path(big).read_bytes() == before

@@ -21,7 +21,6 @@ from pi_server.store.index import NotASession, SessionIndex
 from pi_server.tree.outline import Outline
 from pi_server.tree.paths import path_to
 
-FINAL_STOPS = frozenset(("stop", "length", "error", "aborted"))
 LEAF_MARKER = "pi-server/leaf"
 SUMMARY_PLACEHOLDER = "<the summary entry>"  # a queued label on a summary not written yet
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -64,7 +63,8 @@ class ServerOptions:
 
 
 def _plain_params(obj: dict[str, Any], cls: type) -> Any:
-    # keep params of our own methods as plain dicts (pydantic validates them)
+    # only messages pygls has no type for (our pi/* methods) come here: their params
+    # stay plain dicts, validated by pydantic in the handlers
     return cls(**obj)
 
 
@@ -169,7 +169,3 @@ def setup_registry(server: PiServer, init: params.InitOptions) -> Registry:
         busy_timeout=busy,
         max_live_entries=init.maxLiveEntries or server.options.max_live_entries,
     )
-
-
-def new_token() -> str:
-    return str(uuid.uuid4())

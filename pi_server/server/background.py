@@ -123,3 +123,22 @@ async def flush_session(ls: PiServer, session: str, force: bool = False) -> None
             "pi/sessionUpdated", {"session": live.path, "appended": flushed, "leafId": live.leaf_id, "reset": False}
         )
         ls.notify("pi/savePoint", {"session": live.path, "flushed": flushed})
+
+
+async def begin_progress(ls: PiServer, title: str, message: str | None = None) -> str | None:
+    """Start LSP work-done progress if the client takes it; returns the token (or None)."""
+    caps = ls.client_capabilities.window
+    if caps is None or not caps.work_done_progress:
+        return None
+    token = str(uuid.uuid4())
+    try:
+        await ls.work_done_progress.create_async(token)
+        ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title=title, message=message, cancellable=False))
+    except Exception:
+        return None
+    return token
+
+
+def end_progress(ls: PiServer, token: str | None, message: str | None = None) -> None:
+    if token is not None:
+        ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=message))

@@ -216,10 +216,13 @@ async def branch_summary(
 
     req, entries, model = await ls.core(prepare)
     timeout = float(ls.summary_options.timeout) if ls.summary_options and ls.summary_options.timeout else 120.0
+    token = await background.begin_progress(ls, "Summarizing branch", f"{len(req.entry_ids)} entries")
     try:
         return await summaries.summarize(req, entries, model, timeout=timeout)
     except SummaryError as e:
         raise errors.SummaryFailed(f"summary failed: {e}") from None
+    finally:
+        background.end_progress(ls, token)
 
 
 def model_at(idx: Any, leaf_id: str | None) -> dict | None:
