@@ -62,3 +62,20 @@ def oracle() -> dict[str, Any]:
 def _oracle_home(monkeypatch: pytest.MonkeyPatch) -> None:
     # pi's tool titles shorten paths under $HOME; the oracle ran with this one
     monkeypatch.setenv("HOME", "/home/oracle")
+
+
+@pytest.fixture
+def decoded_bytes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Lengths of the lines the index parses from now on (to check that only new bytes are read)."""
+    import pi_server.store.index as index_mod
+
+    real = index_mod._nav_decoder
+    seen: list[int] = []
+
+    class Counting:
+        def decode(self, raw: bytes) -> object:
+            seen.append(len(raw))
+            return real.decode(raw)
+
+    monkeypatch.setattr(index_mod, "_nav_decoder", Counting())
+    return seen

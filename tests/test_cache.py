@@ -9,7 +9,6 @@ from typing import Any
 
 from test_index import _a_session, _snapshot
 
-import pi_server.store.index as index_mod
 from pi_server.live.cache import IndexCache
 from pi_server.store.index import SessionIndex
 
@@ -30,23 +29,14 @@ def test_unchanged_file_loads_equal(oracle: dict[str, Any], tmp_path: Path) -> N
     assert list(got.anc_compaction) == list(idx.anc_compaction) and got.by_id == idx.by_id
 
 
-def test_grown_file_indexes_only_the_new_bytes(oracle: dict[str, Any], tmp_path: Path, monkeypatch) -> None:
+def test_grown_file_indexes_only_the_new_bytes(oracle: dict[str, Any], tmp_path: Path, decoded_bytes) -> None:
     f, data, cache = _setup(oracle, tmp_path)
     cache.save(SessionIndex.open(str(f)))
     old = f.stat().st_size
     f.write_bytes(data)
-    seen: list[int] = []
-    real = index_mod._nav_decoder
-
-    class Counting:
-        def decode(self, raw: bytes) -> object:
-            seen.append(len(raw))
-            return real.decode(raw)
-
-    monkeypatch.setattr(index_mod, "_nav_decoder", Counting())
+    decoded_bytes.clear()
     got = cache.load(str(f))
-    monkeypatch.setattr(index_mod, "_nav_decoder", real)
-    assert got is not None and sum(seen) <= len(data) - old
+    assert got is not None and sum(decoded_bytes) <= len(data) - old
     assert _snapshot(got) == _snapshot(SessionIndex.open(str(f)))
 
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from conftest import SHARED_FIXTURES
 
-import pi_server.store.index as index_mod
 from pi_server.context.build import build_context
 from pi_server.store.index import NotASession, SessionIndex
 
@@ -34,23 +33,12 @@ def _a_session(oracle: dict[str, Any]) -> Path:
     return Path(max((f for f in oracle["files"] if f["kind"] == "generated"), key=lambda f: f["entries"])["file"])
 
 
-def test_growing_file_indexes_only_new_bytes(
-    oracle: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_growing_file_indexes_only_new_bytes(oracle: dict[str, Any], tmp_path: Path, decoded_bytes: list[int]) -> None:
     data = _a_session(oracle).read_bytes()
     target = tmp_path / "s.jsonl"
     cut = len(data) // 3
     target.write_bytes(data[:cut])
     idx = SessionIndex.open(str(target))
-    decoded: list[int] = []
-    real = index_mod._nav_decoder
-
-    class Counting:
-        def decode(self, raw: bytes) -> object:
-            decoded.append(len(raw))
-            return real.decode(raw)
-
-    monkeypatch.setattr(index_mod, "_nav_decoder", Counting())
     pos = cut
     step = max(1, len(data) // 17)
     while pos < len(data):
@@ -58,13 +46,11 @@ def test_growing_file_indexes_only_new_bytes(
         with open(target, "ab") as f:
             f.write(data[pos:nxt])
         before = idx.size
+        decoded_bytes.clear()
         appended, reset = idx.refresh()
         assert not reset
-        assert sum(decoded) <= nxt - before  # only the appended bytes were parsed
-        decoded.clear()
-        monkeypatch.setattr(index_mod, "_nav_decoder", real)
+        assert sum(decoded_bytes) <= nxt - before  # only the appended bytes were parsed
         fresh = SessionIndex.open(str(target))
-        monkeypatch.setattr(index_mod, "_nav_decoder", Counting())
         assert _snapshot(idx) == _snapshot(fresh)
         assert idx.partial_tail == (not data[:nxt].endswith(b"\n"))
         assert appended == fresh.ids[len(fresh.ids) - len(appended) :]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pi_server.jsutil import js_date_json
-from pi_server.store.index import SessionIndex
+from pi_server.store.index import COMPACTION, MODEL, THINKING, SessionIndex, setting_kind
 from pi_server.tree.paths import path_to
 
 
@@ -26,13 +26,26 @@ class SessionContext:
     positions: list[int] | None = None  # index positions of those entries, when built from an index
 
 
-def _custom_message(e: dict[str, Any]) -> dict[str, Any]:
-    m: dict[str, Any] = {"role": "custom"}
-    for k in ("customType", "content", "display", "details"):
+def _summary_message(role: str, e: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """pi's create*Message: the given fields (absent ones left out, as JSON drops undefined) and the time."""
+    m: dict[str, Any] = {"role": role}
+    for k in keys:
         if k in e:
             m[k] = e[k]
     m["timestamp"] = js_date_json(e.get("timestamp"))
     return m
+
+
+def custom_message(e: dict[str, Any]) -> dict[str, Any]:
+    return _summary_message("custom", e, ("customType", "content", "display", "details"))
+
+
+def branch_summary_message(e: dict[str, Any]) -> dict[str, Any]:
+    return _summary_message("branchSummary", e, ("summary", "fromId"))
+
+
+def compaction_summary_message(e: dict[str, Any]) -> dict[str, Any]:
+    return _summary_message("compactionSummary", e, ("summary", "tokensBefore"))
 
 
 def _to_message(e: dict[str, Any]) -> dict[str, Any] | None:
@@ -41,13 +54,9 @@ def _to_message(e: dict[str, Any]) -> dict[str, Any] | None:
         m = e.get("message")
         return m if isinstance(m, dict) else None
     if t == "custom_message":
-        return _custom_message(e)
+        return custom_message(e)
     if t == "branch_summary" and e.get("summary"):
-        m: dict[str, Any] = {"role": "branchSummary", "summary": e["summary"]}
-        if "fromId" in e:
-            m["fromId"] = e["fromId"]
-        m["timestamp"] = js_date_json(e.get("timestamp"))
-        return m
+        return branch_summary_message(e)
     return None
 
 
@@ -72,13 +81,7 @@ def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
     ids: list[str] = []
     sources: list[int] = []
     if compaction is not None:
-        summary: dict[str, Any] = {"role": "compactionSummary"}
-        if "summary" in compaction:
-            summary["summary"] = compaction["summary"]
-        if "tokensBefore" in compaction:
-            summary["tokensBefore"] = compaction["tokensBefore"]
-        summary["timestamp"] = js_date_json(compaction.get("timestamp"))
-        messages.append(summary)
+        messages.append(compaction_summary_message(compaction))
         ids.append(compaction.get("id"))  # type: ignore[arg-type]
         cid = compaction.get("id")
         cidx = next((i for i, e in enumerate(path) if e.get("type") == "compaction" and e.get("id") == cid), -1)
@@ -142,15 +145,12 @@ def _select_by_walk(idx: SessionIndex, path: list[int]) -> list[int]:
     types, roles = idx.types, idx.roles
     last_model = last_thinking = last_compaction = -1
     for i, pos in enumerate(path):
-        t = types[pos]
-        if t == "message":
-            if roles[pos] == "assistant":
-                last_model = i
-        elif t == "model_change":
+        kind = setting_kind(types[pos], roles[pos])
+        if kind == MODEL:
             last_model = i
-        elif t == "thinking_level_change":
+        elif kind == THINKING:
             last_thinking = i
-        elif t == "compaction":
+        elif kind == COMPACTION:
             last_compaction = i
     start = 0
     keep: set[int] = {i for i in (last_model, last_thinking, last_compaction) if i >= 0}

@@ -31,6 +31,22 @@ F_ERRORISH = 2  # assistant stopReason set and not stop/toolUse
 F_HAS_CONTENT = 4  # message has a "content" key (pi's isMessageWithContent)
 
 
+MODEL, THINKING, COMPACTION = 1, 2, 3
+
+
+def setting_kind(etype: str, role: str | None) -> int:
+    """What an entry contributes to pi's settings replay: the model, the thinking level, a compaction."""
+    if etype == "message":
+        return MODEL if role == "assistant" else 0
+    if etype == "model_change":
+        return MODEL
+    if etype == "thinking_level_change":
+        return THINKING
+    if etype == "compaction":
+        return COMPACTION
+    return 0
+
+
 class NotASession(Exception):
     """The file does not start with a pi session header."""
 
@@ -514,14 +530,12 @@ class SessionIndex:
             m = th = c = -1
         else:
             m, th, c = self.anc_model[ppos], self.anc_thinking[ppos], self.anc_compaction[ppos]
-        if etype == "message":
-            if role == "assistant":
-                m = pos
-        elif etype == "model_change":
+        kind = setting_kind(etype, role)
+        if kind == MODEL:
             m = pos
-        elif etype == "thinking_level_change":
+        elif kind == THINKING:
             th = pos
-        elif etype == "compaction":
+        elif kind == COMPACTION:
             c = pos
         self.anc_model.append(m)
         self.anc_thinking.append(th)

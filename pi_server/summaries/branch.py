@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pi_server.context.build import _to_message
-from pi_server.jsutil import js_date_json, js_stringify, u16len, u16slice, u16sort_key
+from pi_server.context.build import branch_summary_message, compaction_summary_message, custom_message
+from pi_server.jsutil import js_stringify, u16len, u16slice, u16sort_key
 from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.tokens import estimate_tokens
 from pi_server.store.index import SessionIndex
@@ -55,21 +55,11 @@ def _message(entry: dict[str, Any]) -> dict[str, Any] | None:
             return None  # the call in the assistant message carries the context
         return m
     if t == "compaction":
-        out: dict[str, Any] = {"role": "compactionSummary"}
-        for k in ("summary", "tokensBefore"):
-            if k in entry:
-                out[k] = entry[k]
-        out["timestamp"] = js_date_json(entry.get("timestamp"))
-        return out
+        return compaction_summary_message(entry)
     if t == "branch_summary":
-        out = {"role": "branchSummary"}
-        for k in ("summary", "fromId"):
-            if k in entry:
-                out[k] = entry[k]
-        out["timestamp"] = js_date_json(entry.get("timestamp"))
-        return out
+        return branch_summary_message(entry)  # kept even when empty, unlike in contexts
     if t == "custom_message":
-        return _to_message(entry)
+        return custom_message(entry)
     return None
 
 
