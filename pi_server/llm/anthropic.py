@@ -169,9 +169,10 @@ def _blocks(c: Any) -> list:
     return [{"type": "text", "text": c}] if isinstance(c, str) else list(c)
 
 
-def thinking_options(model: ModelInfo, level: Any) -> dict[str, Any]:
-    """max_tokens, thinking and output_config as pi's streamSimpleAnthropic sets them."""
-    base = min(model.max_tokens, 32000) if model.max_tokens > 0 else 0
+def thinking_options(model: ModelInfo, level: Any, max_tokens: int | None = None) -> dict[str, Any]:
+    """max_tokens, thinking and output_config as pi's streamSimpleAnthropic sets them
+    (`max_tokens`: what the caller asked for; pi's default is the model's, capped at 32,000)."""
+    base = max_tokens if max_tokens else (min(model.max_tokens, 32000) if model.max_tokens > 0 else 0)
     out: dict[str, Any] = {"max_tokens": base or model.max_tokens // 3}
     reasoning = level if isinstance(level, str) and level and level != "off" else None
     if reasoning is None:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from pi_server.llm.anthropic import sanitize
+from pi_server.llm.anthropic import sanitize, thinking_options
 from pi_server.llm.models import ModelInfo
 from pi_server.summaries.prompts import SUMMARIZATION_SYSTEM_PROMPT
 
@@ -38,18 +38,20 @@ def api_key() -> str | None:
     return None
 
 
-def request_body(model: ModelInfo, prompt: str) -> dict[str, Any]:
+def request_body(model: ModelInfo, prompt: str, max_tokens: int = MAX_TOKENS, thinking: Any = None) -> dict[str, Any]:
     """The body pi's completeSimple sends for a summary (system prompt and user turn cached)."""
     cache = {"type": "ephemeral"}
+    opts = thinking_options(model, thinking if model.reasoning else None, max_tokens)
     body: dict[str, Any] = {
         "model": model.id,
         "messages": [{"role": "user", "content": [{"type": "text", "text": sanitize(prompt), "cache_control": cache}]}],
-        "max_tokens": MAX_TOKENS,
+        "max_tokens": opts["max_tokens"],
         "stream": True,
         "system": [{"type": "text", "text": SUMMARIZATION_SYSTEM_PROMPT, "cache_control": dict(cache)}],
     }
-    if model.reasoning:
-        body["thinking"] = {"type": "disabled"}
+    for k in ("thinking", "output_config"):
+        if k in opts:
+            body[k] = opts[k]
     return body
 
 
