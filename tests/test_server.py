@@ -101,7 +101,6 @@ async def test_errors(store, tmp_path: Path) -> None:
         await expect_error(c, "pi/getEntry", {"session": store["big"], "id": "nope"}, -32002, "EntryNotFound")
         await expect_error(c, "pi/buildContext", {"session": store["big"], "leafId": "nope"}, -32002)
         await expect_error(c, "pi/setLabel", {"session": store["big"], "targetId": "nope", "label": "x"}, -32002)
-        await expect_error(c, "pi/compact", {"session": store["big"]}, -32004, "SummaryFailed")
         await expect_error(c, "pi/summarizeBranch", {"session": store["big"]}, -32602)
         await expect_error(c, "pi/summarizeBranch", {"session": store["big"], "targetId": "nope"}, -32002)
         await expect_error(c, "pi/fork", {"session": store["big"], "leafId": "nope"}, -32002)

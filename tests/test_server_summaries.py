@@ -134,3 +134,55 @@ async def test_cancel_request_cancels_the_http_call(store) -> None:
                 await asyncio.wait_for(fut, 3)  # well before the fake would answer
             assert e.value.code == -32800
             assert Path(big).read_bytes() == before
+
+
+async def test_compact_offline_and_with_anthropic(store) -> None:
+    big = store["big"]
+    async with server(*_args(store), env=_env(store, None)) as c:
+        out = await c.call("pi/compact", {"session": big})
+        last = json.loads(Path(big).read_text().splitlines()[-1])
+        assert last["type"] == "compaction" and last["id"] == out["entryId"] and out["queued"] is False
+        assert last["firstKeptEntryId"] == out["firstKeptEntryId"] and last["tokensBefore"] == out["tokensBefore"]
+        assert list(last) == [
+            "type",
+            "id",
+            "parentId",
+            "timestamp",
+            "summary",
+            "firstKeptEntryId",
+            "tokensBefore",
+            "details",
+        ]
+        ctx = await c.call("pi/buildContext", {"session": big})
+        assert ctx["messages"][0]["role"] == "compactionSummary" and ctx["entryIds"][0] == out["entryId"]
+        with pytest.raises(JsonRpcException) as e:  # the leaf is a compaction now: nothing to compact
+            await c.call("pi/compact", {"session": big})
+        assert e.value.code == -32004
+    with FakeAnthropic([("text", "## Goal\\nCompacted.")]) as fake:
+        async with server(*_args(store), env=_env(store, KEY, fake.url)) as c:
+            await c.call("pi/getTree", {"session": big})
+            with open(big, "a") as fh:  # something new to compact (a finished answer: not busy)
+                fh.write(
+                    json.dumps(
+                        {
+                            "type": "message",
+                            "id": "more0001",
+                            "parentId": out["entryId"],
+                            "timestamp": "2026-12-01T00:00:00.000Z",
+                            "message": {
+                                "role": "assistant",
+                                "content": [{"type": "text", "text": "more"}],
+                                "stopReason": "stop",
+                                "timestamp": 1,
+                            },
+                        }
+                    )
+                    + "\n"
+                )
+            await c.wait_for("pi/sessionUpdated")
+            out2 = await c.call("pi/compact", {"session": big, "customInstructions": "be brief"})
+            assert out2["summary"].startswith("## Goal") and out2["queued"] is False
+            body = fake.requests[0]["body"]
+            text = body["messages"][0]["content"][0]["text"]
+            assert "<previous-summary>" in text and "Additional focus: be brief" in text
+            assert body["max_tokens"] > 2048

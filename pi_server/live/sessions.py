@@ -331,6 +331,17 @@ class Registry:
             ids = self._append(live, [self._reorder(e)])
             self._last_summary = ids[-1]
             return ids
+        if kind == "compaction":
+            e = self._entry(
+                live,
+                "compaction",
+                leaf,
+                summary=op["summary"],
+                firstKeptEntryId=op["firstKeptEntryId"],
+                tokensBefore=op["tokensBefore"],
+                details=op["details"],
+            )
+            return self._append(live, [self._reorder(e)])
         if kind == "leaf":
             target = op.get("leafId")
             e = self._entry(live, "custom", target, customType=LEAF_MARKER, data={"leafId": target})

@@ -49,7 +49,6 @@ METHODS = [
     "pi/fork",
     "pi/compact",
 ]
-NO_COMPACTION = "compaction is not available in this version of pi-server"
 
 
 @dataclass

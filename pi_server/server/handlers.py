@@ -11,9 +11,11 @@ from lsprotocol import types as lsp
 from pi_server import summaries
 from pi_server.context.formats import context_result
 from pi_server.server import background, errors, params
-from pi_server.server.app import NO_COMPACTION, PiServer, parse, setup_registry
+from pi_server.server.app import PiServer, parse, setup_registry
 from pi_server.summaries.client import SummaryError
+from pi_server.summaries.compaction import prepare_compaction
 from pi_server.tree.outline import get_tree
+from pi_server.tree.paths import path_to
 
 log = logging.getLogger("pi_server")
 
@@ -151,8 +153,52 @@ def register(server: PiServer) -> None:
     @reg("pi/compact")
     async def compact(ls: PiServer, raw: Any) -> Any:
         p = parse(params.Compact, raw)
-        await ls.core(lambda: ls.registry.get(p.session))
-        raise errors.SummaryFailed(NO_COMPACTION)
+
+        def prepare() -> Any:
+            live = ls.registry.get(p.session)
+            leaf = live.leaf_id
+            if leaf is None:
+                return live, None, None, None
+            path = live.index.read_entries(path_to(live.index, live.index.by_id[leaf]))
+            configured = ls.summary_options.model if ls.summary_options else None
+            model = summaries.summary_model(model_at(live.index, leaf), configured)
+            thinking = context_result(live.index, leaf)["thinkingLevel"]
+            return live, prepare_compaction(path), model, thinking
+
+        live, prep, model, thinking = await ls.core(prepare)
+        if prep is None:
+            raise errors.SummaryFailed("nothing to compact: the leaf is already a compaction, or the session is empty")
+        timeout = float(ls.summary_options.timeout) if ls.summary_options and ls.summary_options.timeout else 120.0
+        token = await background.begin_progress(ls, "Compacting session")
+        try:
+            summary, _source = await summaries.service.compact(
+                prep, model, thinking, p.customInstructions, timeout=timeout
+            )
+        except SummaryError as e:
+            raise errors.SummaryFailed(f"compaction failed: {e}") from None
+        finally:
+            background.end_progress(ls, token)
+        op = {
+            "op": "compaction",
+            "summary": summary,
+            "firstKeptEntryId": prep.first_kept_entry_id,
+            "tokensBefore": prep.tokens_before,
+            "details": {"readFiles": prep.read_files, "modifiedFiles": prep.modified_files},
+        }
+
+        def write() -> Any:
+            ids, queued = ls.registry.write(live, op)
+            return ids, queued, live.leaf_id
+
+        ids, queued, leaf = await ls.core(write)
+        announce(ls, live.path, ids, leaf)
+        return {
+            "entryId": ids[-1] if ids else None,
+            "firstKeptEntryId": prep.first_kept_entry_id,
+            "tokensBefore": prep.tokens_before,
+            "summary": summary,
+            "queued": queued,
+        }
 
     @reg("pi/setLabel")
     async def set_label(ls: PiServer, raw: Any) -> Any:

@@ -70,3 +70,27 @@ async def summarize(
         req.common_ancestor,
         source,
     )
+
+
+async def compact(
+    prep: Any, model: ModelInfo, thinking: Any, custom: str | None, *, timeout: float = 120.0
+) -> tuple[str, str]:
+    """The compaction summary (text, source): Anthropic when a key is there, else extractive."""
+    import asyncio
+
+    from pi_server.summaries import compaction
+    from pi_server.summaries.branch import BranchRequest
+
+    key = api_key()
+    if key:
+        bodies = compaction.requests(prep, model, thinking, custom)
+        answers = await asyncio.gather(*(complete(b, key, timeout=timeout) for b in bodies.values()))
+        return compaction.merge(prep, dict(zip(bodies, answers, strict=True))), "anthropic"
+    texts = {}
+    for kind, messages in (("history", prep.to_summarize), ("prefix", prep.turn_prefix)):
+        if messages:
+            req = BranchRequest("", prep.read_files, prep.modified_files, [], None, messages)
+            texts[kind] = extractive_summary(req, [{"type": "message", "message": m} for m in messages])
+    if prep.split_turn and prep.turn_prefix and "prefix" not in texts:
+        texts["prefix"] = "(no turn prefix)"
+    return compaction.merge(prep, texts), "extractive"
