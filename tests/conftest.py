@@ -79,3 +79,17 @@ def decoded_bytes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(index_mod, "_nav_decoder", Counting())
     return seen
+
+
+def run_oracle(script: str, *args: Any) -> Any:
+    """Run one of tests/oracle/*.mjs with pi installed; its stdout is JSON."""
+    argv = [a if isinstance(a, str) else json.dumps(a) for a in args]
+    res = subprocess.run(
+        ["node", str(ROOT / "tests" / "oracle" / script), *argv],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    return json.loads(res.stdout)

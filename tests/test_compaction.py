@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import load_json  # noqa: F401 - keeps the oracle fixture importable
+from conftest import (
+    load_json,  # noqa: F401 - keeps the oracle fixture importable
+    run_oracle,
+)
 
 from pi_server.context.build import build_context  # noqa: F401
 from pi_server.llm.models import ANTHROPIC
@@ -36,15 +38,7 @@ def pi_compactions(oracle: dict[str, Any]) -> list[tuple[str, list[dict[str, Any
             for _ in range(6)
         ]
         cases.append({"leaf": idx.ids[-1], "keep": 500, "thinking": "off"})
-        res = subprocess.run(
-            ["node", str(ROOT / "tests" / "oracle" / "compaction.mjs"), f["file"], json.dumps(cases)],
-            check=True,
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=300,
-        )
-        out.append((f["file"], json.loads(res.stdout)))
+        out.append((f["file"], run_oracle("compaction.mjs", f["file"], cases)))
     return out
 
 

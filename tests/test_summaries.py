@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_oracle
 from fake_anthropic import FakeAnthropic
 
 from pi_server.llm.models import ANTHROPIC
@@ -40,15 +40,7 @@ def pi_summaries(oracle: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]
     for f in [f for f in oracle["files"] if f["kind"] == "generated"][:6]:
         idx = SessionIndex.open(f["file"])
         pairs = _pairs(idx, rnd, 8)
-        res = subprocess.run(
-            ["node", str(ROOT / "tests" / "oracle" / "branch_summary.mjs"), f["file"], json.dumps(pairs)],
-            check=True,
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=300,
-        )
-        out.append((f["file"], json.loads(res.stdout)))
+        out.append((f["file"], run_oracle("branch_summary.mjs", f["file"], pairs)))
     return out
 
 

@@ -48,14 +48,16 @@ def compaction_summary_message(e: dict[str, Any]) -> dict[str, Any]:
     return _summary_message("compactionSummary", e, ("summary", "tokensBefore"))
 
 
-def _to_message(e: dict[str, Any]) -> dict[str, Any] | None:
+def entry_message(e: dict[str, Any], *, empty_summaries: bool = False) -> dict[str, Any] | None:
+    """The message an entry stands for. Contexts drop empty branch summaries;
+    pi's summarizers (`empty_summaries=True`) keep them."""
     t = e.get("type")
     if t == "message":
         m = e.get("message")
         return m if isinstance(m, dict) else None
     if t == "custom_message":
         return custom_message(e)
-    if t == "branch_summary" and e.get("summary"):
+    if t == "branch_summary" and (empty_summaries or e.get("summary")):
         return branch_summary_message(e)
     return None
 
@@ -99,7 +101,7 @@ def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
             if type(m) is not dict:
                 continue
         elif t == "custom_message" or t == "branch_summary":
-            m = _to_message(e)
+            m = entry_message(e)
             if m is None:
                 continue
         else:

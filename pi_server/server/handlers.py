@@ -200,32 +200,28 @@ def register(server: PiServer) -> None:
             "queued": queued,
         }
 
-    @reg("pi/setLabel")
-    async def set_label(ls: PiServer, raw: Any) -> Any:
-        p = parse(params.SetLabel, raw)
-
+    async def simple_write(ls: PiServer, session: str, op: dict[str, Any], check: str | None = None) -> Any:
         def run() -> Any:
-            live = ls.registry.get(p.session)
-            ls.registry.entry_pos(live, p.targetId)
-            ids, queued = ls.registry.write(live, {"op": "label", "targetId": p.targetId, "label": p.label})
+            live = ls.registry.get(session)
+            if check is not None:
+                ls.registry.entry_pos(live, check)
+            ids, queued = ls.registry.write(live, op)
             return live.path, ids, live.leaf_id, {"entryId": ids[-1] if ids else None, "queued": queued}
 
         path, ids, leaf, out = await ls.core(run)
         announce(ls, path, ids, leaf)
         return out
+
+    @reg("pi/setLabel")
+    async def set_label(ls: PiServer, raw: Any) -> Any:
+        p = parse(params.SetLabel, raw)
+        op = {"op": "label", "targetId": p.targetId, "label": p.label}
+        return await simple_write(ls, p.session, op, check=p.targetId)
 
     @reg("pi/setSessionName")
     async def set_session_name(ls: PiServer, raw: Any) -> Any:
         p = parse(params.SetSessionName, raw)
-
-        def run() -> Any:
-            live = ls.registry.get(p.session)
-            ids, queued = ls.registry.write(live, {"op": "name", "name": p.name})
-            return live.path, ids, live.leaf_id, {"entryId": ids[-1] if ids else None, "queued": queued}
-
-        path, ids, leaf, out = await ls.core(run)
-        announce(ls, path, ids, leaf)
-        return out
+        return await simple_write(ls, p.session, {"op": "name", "name": p.name})
 
     @reg("pi/fork")
     async def fork(ls: PiServer, raw: Any) -> Any:

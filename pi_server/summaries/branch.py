@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pi_server.context.build import branch_summary_message, compaction_summary_message, custom_message
+from pi_server.context.build import compaction_summary_message, entry_message
 from pi_server.jsutil import js_stringify, u16len, u16slice, u16sort_key
 from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.tokens import estimate_tokens
@@ -49,18 +49,11 @@ def collect_entries(idx: SessionIndex, old_leaf: str | None, target: str | None)
 
 def _message(entry: dict[str, Any]) -> dict[str, Any] | None:
     t = entry.get("type")
-    if t == "message":
-        m = entry.get("message")
-        if not isinstance(m, dict) or m.get("role") == "toolResult":
-            return None  # the call in the assistant message carries the context
-        return m
+    if t == "message" and isinstance(entry.get("message"), dict) and entry["message"].get("role") == "toolResult":
+        return None  # the call in the assistant message carries the context
     if t == "compaction":
         return compaction_summary_message(entry)
-    if t == "branch_summary":
-        return branch_summary_message(entry)  # kept even when empty, unlike in contexts
-    if t == "custom_message":
-        return custom_message(entry)
-    return None
+    return entry_message(entry, empty_summaries=True)
 
 
 def extract_file_ops(message: dict[str, Any], ops: FileOps) -> None:

@@ -11,11 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pi_server.context.build import (
-    branch_summary_message,
-    context_for_path,
-    custom_message,
-)
+from pi_server.context.build import context_for_path, entry_message
 from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.tokens import estimate_tokens
 from pi_server.summaries.branch import FileOps, extract_file_ops, file_lists, serialize_conversation
@@ -76,15 +72,8 @@ def _turn_start(entries: list[dict[str, Any]], index: int, start: int) -> int:
 
 
 def _message(e: dict[str, Any]) -> dict[str, Any] | None:
-    t = e.get("type")
-    if t == "message":
-        m = e.get("message")
-        return m if isinstance(m, dict) else None
-    if t == "custom_message":
-        return custom_message(e)
-    if t == "branch_summary":
-        return branch_summary_message(e)
-    return None  # compactions are never summarized again: their summary is the previous summary
+    # compactions are not summarized again: their summary is the previous summary
+    return entry_message(e, empty_summaries=True)
 
 
 def _usage_tokens(messages: list[dict[str, Any]]) -> int:
