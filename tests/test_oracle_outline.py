@@ -46,6 +46,10 @@ def test_rows_equal_pi(all_files) -> None:
                 assert got["connector"] == (("└─" if want["isLast"] else "├─") if shown else ""), w
                 assert got["gutters"] == want["gutters"], w
                 assert got["foldable"] == want["foldable"], w
+                vp = want["visibleParentId"]
+                if fixture and vp is not None:
+                    vp = idx.ids[want["visibleParentIndex"]]
+                assert got["visibleParentId"] == vp, w
                 assert got["folded"] == want["folded"], w
                 assert got["onActivePath"] == want["onActivePath"], w
                 assert got["title"] == want["title"], w

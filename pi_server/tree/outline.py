@@ -305,9 +305,12 @@ def get_tree(
     for r, pos, entry in zip(window, positions, entries, strict=True):
         eid = idx.ids[pos]
         foldable = is_foldable(lay, pos)
+        vp = lay.vparent.get(pos, -1)
         row: dict[str, Any] = {
             "id": eid,
             "parentId": idx.parents[pos],
+            # the parent in the filtered tree, so clients can nest rows without re-deriving pi's layout
+            "visibleParentId": idx.ids[vp] if vp != -1 else None,
             "type": idx.types[pos],
             "title": titles.display_title(entry, tool_titles),
             "indent": lay.indent[r],

@@ -863,6 +863,8 @@ function buildOutline(sm, leaf, filter, search, folded, indexOf) {
 		return {
 			id,
 			entryIndex: indexOf.get(id) ?? null,
+			visibleParentId: tl.visibleParentMap.get(id) ?? null,
+			visibleParentIndex: indexOf.get(tl.visibleParentMap.get(id)) ?? null,
 			indent: fn.indent,
 			displayIndent,
 			showConnector: fn.showConnector,
