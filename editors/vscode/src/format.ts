@@ -1,0 +1,79 @@
+// Pure text helpers: how sessions and rows read in the views.
+import type { SessionInfo, TreeRow } from "./protocol";
+
+const UNITS: [number, string][] = [
+  [60, "s"],
+  [60, "m"],
+  [24, "h"],
+  [7, "d"],
+  [4.35, "w"],
+  [12, "mo"],
+  [Number.POSITIVE_INFINITY, "y"],
+];
+
+/** "just now", "5m ago", "3d ago": how long before `now` the ISO time `iso` was. */
+export function relativeTime(iso: string, now: number = Date.now()): string {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return "";
+  let v = Math.max(0, (now - t) / 1000);
+  if (v < 45) return "just now";
+  for (const [size, unit] of UNITS) {
+    if (v < size) return `${Math.floor(v)}${unit} ago`;
+    v /= size;
+  }
+  return "";
+}
+
+/** One line: the first line, whitespace collapsed, cut at `max` characters with an ellipsis. */
+export function oneLine(text: string, max = 80): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+/** A session reads as its name, else its first message (as pi's /resume list shows it). */
+export function sessionTitle(s: SessionInfo): string {
+  if (s.name) return oneLine(s.name);
+  if (s.firstMessage) return oneLine(s.firstMessage);
+  return "(no messages)";
+}
+
+export function sessionDescription(s: SessionInfo, now: number = Date.now()): string {
+  const msgs = `${s.messageCount} message${s.messageCount === 1 ? "" : "s"}`;
+  return `${relativeTime(s.modified, now)} · ${msgs}`;
+}
+
+/** `~/src/app` for a cwd under the home folder. */
+export function shortPath(path: string, home: string | undefined): string {
+  if (home && (path === home || path.startsWith(`${home}/`))) return `~${path.slice(home.length)}`;
+  return path;
+}
+
+/** The row as pi's /tree writes it after the prefix: `[label] title`. */
+export function rowText(row: TreeRow): string {
+  return row.label ? `[${row.label}] ${row.title}` : row.title;
+}
+
+/** The gutter and connector characters pi draws before a row (docs/protocol.md, `pi/getTree`). */
+export function rowPrefix(row: TreeRow): string {
+  const gut = new Map(row.gutters.map((g) => [g.position, g.show]));
+  let out = "";
+  for (let level = 0; level < row.indent; level++) {
+    const g = gut.get(level);
+    if (g !== undefined) out += g ? "│  " : "   ";
+    else if (row.connector && level === row.indent - 1)
+      out += `${row.connector[0]}${row.folded ? "⊞" : row.foldable ? "⊟" : "─"} `;
+    else out += "   ";
+  }
+  if (row.folded && !row.connector) out += "⊞ ";
+  return out;
+}
+
+/** The whole line pi's /tree shows for a row, without colours. */
+export function rowLine(row: TreeRow): string {
+  return `${rowPrefix(row)}${row.onActivePath ? "• " : ""}${rowText(row)}`;
+}
+
+/** Tool rows (results and `[read: …]` calls) are the ones pi dims. */
+export function isToolRow(row: TreeRow): boolean {
+  return row.role === "toolResult" || (row.role === "assistant" && row.title.startsWith("["));
+}

@@ -1,0 +1,63 @@
+// The real connection: pi-server started over stdio by vscode-languageclient.
+import * as vscode from "vscode";
+import {
+  CloseAction,
+  type CloseHandlerResult,
+  ErrorAction,
+  type ErrorHandlerResult,
+  LanguageClient,
+  type LanguageClientOptions,
+  type ServerOptions,
+  State,
+  TransportKind,
+} from "vscode-languageclient/node";
+import type { Connection } from "./extension";
+import { RestartPolicy } from "./restartPolicy";
+import type { ServerCommand } from "./serverCommand";
+
+export async function startLanguageClient(
+  cmd: ServerCommand,
+  init: Record<string, unknown>,
+  documentPatterns: string[],
+  out: vscode.OutputChannel,
+): Promise<Connection> {
+  const server: ServerOptions = { command: cmd.command, args: cmd.args, transport: TransportKind.stdio };
+  const policy = new RestartPolicy();
+  const options: LanguageClientOptions = {
+    // the server is also an LSP server for the session files: outline, diagnostics, hover, go to parent
+    documentSelector: documentPatterns.map((pattern) => ({ scheme: "file", pattern })),
+    initializationOptions: init,
+    outputChannel: out,
+    errorHandler: {
+      error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue }),
+      closed: (): CloseHandlerResult => {
+        const restart = policy.crashed();
+        const message = policy.message(restart);
+        if (restart) void vscode.window.showWarningMessage(message);
+        else void vscode.window.showErrorMessage(message, "Show Log").then((a) => a && out.show());
+        return { action: restart ? CloseAction.Restart : CloseAction.DoNotRestart, handled: true };
+      },
+    },
+  };
+  const client = new LanguageClient("piSessions", "pi-server", server, options);
+  const readyListeners: (() => void)[] = [];
+  client.onDidChangeState((e) => {
+    if (e.newState === State.Running) for (const l of readyListeners) l();
+  });
+  out.appendLine(`starting ${cmd.command} ${cmd.args.join(" ")} (${cmd.how})`);
+  await client.start();
+  const caps = client.initializeResult?.capabilities.experimental as { piSessions?: { protocolVersion?: number } } | undefined;
+  if (caps?.piSessions?.protocolVersion !== 1)
+    void vscode.window.showWarningMessage(`pi-server speaks protocol ${caps?.piSessions?.protocolVersion ?? "unknown"}; this extension expects 1.`);
+  return {
+    // a trailing undefined would be sent as a second positional parameter
+    request: (method, params, token) =>
+      token ? client.sendRequest(method, params, token as vscode.CancellationToken) : client.sendRequest(method, params),
+    onNotification: (method, handler) => client.onNotification(method, handler),
+    onReady: (listener) => {
+      readyListeners.push(listener);
+    },
+    stop: () => client.stop(),
+    restart: () => client.restart(),
+  };
+}

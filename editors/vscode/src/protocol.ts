@@ -1,0 +1,102 @@
+// The pi-server methods and shapes this extension uses (docs/protocol.md in the repository).
+
+export type Filter = "default" | "no-tools" | "user-only" | "labeled-only" | "all";
+export const FILTERS: readonly Filter[] = ["default", "no-tools", "user-only", "labeled-only", "all"];
+export type ContextFormat = "agent" | "llm" | "anthropic" | "openai";
+
+export interface SessionInfo {
+  session: string;
+  id: string;
+  cwd: string;
+  name?: string;
+  parentSession?: string;
+  created: string;
+  modified: string;
+  messageCount: number;
+  entryCount: number;
+  firstMessage: string;
+  leafId: string | null;
+}
+
+export interface TreeRow {
+  id: string;
+  parentId: string | null;
+  visibleParentId: string | null;
+  type: string;
+  role?: string;
+  title: string;
+  label?: string;
+  indent: number;
+  connector: "" | "├─" | "└─";
+  gutters: { position: number; show: boolean }[];
+  onActivePath: boolean;
+  isLeaf: boolean;
+  foldable: boolean;
+  folded: boolean;
+  childCount: number;
+  timestamp?: string;
+}
+
+export interface TreeResult {
+  leafId: string | null;
+  total: number;
+  offset: number;
+  rows: TreeRow[];
+}
+
+export interface SwitchResult {
+  leafId: string | null;
+  editorText?: string;
+  summaryEntryId?: string;
+  queued: boolean;
+}
+
+export interface ContextResult {
+  leafId: string | null;
+  messages: unknown[];
+  entryIds: string[];
+  model: unknown;
+  thinkingLevel: string;
+  tokens: number;
+}
+
+export interface CompactResult {
+  entryId: string;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  summary: string;
+  queued: boolean;
+}
+
+export interface SessionUpdated {
+  session: string;
+  appended: string[];
+  leafId: string | null;
+  reset: boolean;
+}
+
+export interface SessionsChanged {
+  added: string[];
+  removed: string[];
+  changed: string[];
+}
+
+/** What the views and actions need of a connection: a language client in VS Code, a plain JSON-RPC connection in tests. */
+export interface Cancel {
+  readonly isCancellationRequested: boolean;
+  onCancellationRequested: (listener: () => unknown) => { dispose(): unknown };
+}
+
+export interface Rpc {
+  request<R>(method: string, params: object, token?: Cancel): Promise<R>;
+  onNotification(method: string, handler: (params: any) => void): { dispose(): unknown };
+}
+
+/** A JSON-RPC error as the server sends it: `data.kind` names it (SessionNotFound, Busy, …). */
+export function errorMessage(err: unknown): string {
+  if (err && typeof err === "object" && "message" in err) {
+    const e = err as { message: string; data?: { kind?: string } };
+    return e.data?.kind ? `${e.message} (${e.data.kind})` : e.message;
+  }
+  return String(err);
+}

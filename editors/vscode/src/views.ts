@@ -1,0 +1,179 @@
+// TreeDataProviders: the Sessions and Tree models drawn as VS Code tree items.
+import * as os from "node:os";
+import * as vscode from "vscode";
+import { isToolRow, rowLine, rowText, sessionDescription, sessionTitle, shortPath } from "./format";
+import type { TreeRow } from "./protocol";
+import type { ProjectGroup, SessionNode, SessionsModel } from "./sessionsModel";
+import { canFold, type TreeModel } from "./treeModel";
+
+export type SessionsElement = { kind: "group"; group: ProjectGroup } | { kind: "session"; node: SessionNode };
+
+export class SessionsProvider implements vscode.TreeDataProvider<SessionsElement> {
+  private readonly changed = new vscode.EventEmitter<SessionsElement | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  selected: string | undefined;
+
+  constructor(readonly model: SessionsModel) {}
+
+  refresh(): void {
+    this.changed.fire(undefined);
+  }
+
+  getChildren(el?: SessionsElement): SessionsElement[] {
+    if (!el) return this.model.groups.map((group) => ({ kind: "group", group }));
+    const nodes = el.kind === "group" ? el.group.sessions : el.node.forks;
+    return nodes.map((node) => ({ kind: "session", node }));
+  }
+
+  getTreeItem(el: SessionsElement): vscode.TreeItem {
+    if (el.kind === "group") {
+      const item = new vscode.TreeItem(shortPath(el.group.cwd, os.homedir()), vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `cwd:${el.group.cwd}`;
+      item.iconPath = new vscode.ThemeIcon("folder");
+      item.tooltip = el.group.cwd;
+      item.contextValue = "project";
+      return item;
+    }
+    const info = el.node.info;
+    const state = el.node.forks.length ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None;
+    const item = new vscode.TreeItem(sessionTitle(info), state);
+    item.id = `session:${info.session}`;
+    item.description = sessionDescription(info);
+    item.iconPath = new vscode.ThemeIcon(
+      info.parentSession ? "repo-forked" : "comment-discussion",
+      info.session === this.selected ? new vscode.ThemeColor("charts.green") : undefined,
+    );
+    const tip = new vscode.MarkdownString();
+    if (info.name) tip.appendMarkdown(`**${escapeMd(info.name)}**\n\n`);
+    tip.appendText(info.firstMessage ? `${info.firstMessage.slice(0, 400)}\n\n` : "");
+    tip.appendMarkdown(`${info.messageCount} messages · ${info.entryCount} entries · modified ${new Date(info.modified).toLocaleString()}\n\n`);
+    if (info.parentSession) tip.appendMarkdown(`forked from \`${info.parentSession}\`\n\n`);
+    tip.appendMarkdown(`\`${info.session}\``);
+    item.tooltip = tip;
+    item.contextValue = "session";
+    item.resourceUri = vscode.Uri.file(info.session);
+    item.command = { command: "piSessions.openSession", title: "Show Tree", arguments: [info.session] };
+    return item;
+  }
+
+  getParent(): undefined {
+    return undefined;
+  }
+}
+
+export type TreeElement = { kind: "row"; row: TreeRow } | { kind: "more" };
+
+const ROLE_ICONS: Record<string, string> = {
+  user: "account",
+  assistant: "sparkle",
+  toolResult: "tools",
+  bashExecution: "terminal",
+  custom: "extensions",
+};
+const TYPE_ICONS: Record<string, string> = {
+  compaction: "fold",
+  branch_summary: "git-merge",
+  label: "tag",
+  model_change: "symbol-property",
+  thinking_level_change: "lightbulb",
+  session_info: "info",
+  custom: "extensions",
+  custom_message: "mail",
+};
+
+export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
+  private readonly changed = new vscode.EventEmitter<TreeElement | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private elements = new Map<string, TreeElement>();
+  private readonly more: TreeElement = { kind: "more" };
+
+  constructor(readonly model: TreeModel) {
+    model.onChange(() => {
+      this.elements.clear();
+      this.changed.fire(undefined);
+    });
+  }
+
+  element(row: TreeRow): TreeElement {
+    let el = this.elements.get(row.id);
+    if (!el || (el.kind === "row" && el.row !== row)) this.elements.set(row.id, (el = { kind: "row", row }));
+    return el;
+  }
+
+  getChildren(el?: TreeElement): TreeElement[] {
+    if (el?.kind === "more") return [];
+    const rows = this.model.children(el?.row).map((r) => this.element(r));
+    return !el && this.model.hasMore ? [...rows, this.more] : rows;
+  }
+
+  getParent(el: TreeElement): TreeElement | undefined {
+    if (el.kind === "more") return undefined;
+    const p = this.model.parent(el.row);
+    return p ? this.element(p) : undefined;
+  }
+
+  getTreeItem(el: TreeElement): vscode.TreeItem {
+    if (el.kind === "more") {
+      const shown = this.model.rows.length;
+      const item = new vscode.TreeItem(`Load ${Math.min(this.model.pageSize, this.model.total - shown)} more…`);
+      item.description = `${shown.toLocaleString()} of ${this.model.total.toLocaleString()} rows`;
+      item.iconPath = new vscode.ThemeIcon("ellipsis");
+      item.command = { command: "piSessions.loadMore", title: "Load More" };
+      item.contextValue = "more";
+      return item;
+    }
+    const row = el.row;
+    const state = row.folded
+      ? vscode.TreeItemCollapsibleState.Collapsed
+      : canFold(row)
+        ? vscode.TreeItemCollapsibleState.Expanded
+        : vscode.TreeItemCollapsibleState.None;
+    const text = rowText(row);
+    const item = new vscode.TreeItem({ label: text, highlights: highlights(text, this.model.search) }, state);
+    item.id = `${this.model.session}#${row.id}`;
+    item.description = row.isLeaf ? "← leaf" : undefined;
+    const tool = isToolRow(row);
+    const color = row.isLeaf
+      ? new vscode.ThemeColor("charts.green")
+      : row.onActivePath
+        ? new vscode.ThemeColor("charts.blue")
+        : tool
+          ? new vscode.ThemeColor("disabledForeground")
+          : undefined;
+    const icon = row.isLeaf ? "circle-filled" : ((row.role && ROLE_ICONS[row.role]) ?? TYPE_ICONS[row.type] ?? "circle-outline");
+    item.iconPath = new vscode.ThemeIcon(icon, color);
+    const tip = new vscode.MarkdownString();
+    tip.appendCodeblock(rowLine(row), "text");
+    tip.appendMarkdown(
+      `${row.role ? `${row.type} · ${row.role}` : row.type}${row.onActivePath ? " · on the active path" : ""}${row.isLeaf ? " · **leaf**" : ""}\n\n`,
+    );
+    if (row.timestamp) tip.appendMarkdown(`${new Date(row.timestamp).toLocaleString()} · `);
+    tip.appendMarkdown(`\`${row.id}\``);
+    item.tooltip = tip;
+    const flags = ["row"];
+    if (row.label) flags.push("labeled");
+    if (canFold(row)) flags.push("foldable");
+    if (row.isLeaf) flags.push("leaf");
+    item.contextValue = flags.join(".");
+    item.command = { command: "piSessions.openEntry", title: "Open Entry", arguments: [el] };
+    return item;
+  }
+}
+
+/** Character ranges of the search words in a label, case-insensitive. */
+export function highlights(text: string, search: string): [number, number][] {
+  const out: [number, number][] = [];
+  const lower = text.toLowerCase();
+  for (const word of search.toLowerCase().split(/\s+/).filter(Boolean)) {
+    let at = lower.indexOf(word);
+    while (at !== -1) {
+      out.push([at, at + word.length]);
+      at = lower.indexOf(word, at + word.length);
+    }
+  }
+  return out.sort((a, b) => a[0] - b[0]);
+}
+
+function escapeMd(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, "\\$&");
+}

@@ -1,0 +1,193 @@
+// The VS Code glue on a stub of the vscode API, connected to the real server.
+import assert from "node:assert/strict";
+import { appendFileSync, readFileSync } from "node:fs";
+import { after, before, beforeEach, test } from "node:test";
+import * as vscode from "vscode";
+import { type Api, activate, entryUri, parseEntryUri } from "../src/extension";
+import { RestartPolicy } from "../src/restartPolicy";
+import { resolveServer } from "../src/serverCommand";
+import type { SessionsElement, TreeElement } from "../src/views";
+import { file, type Sandbox, sandbox, type Server, startServer, until } from "./server";
+import * as stub from "./stub/vscode";
+
+let box: Sandbox;
+let server: Server;
+let api: Api;
+const subscriptions: { dispose(): unknown }[] = [];
+const SHOP = "01a22bae";
+
+before(async () => {
+  box = sandbox();
+  api = await activate({ subscriptions } as unknown as vscode.ExtensionContext, {
+    connect: async () => (server = await startServer(box)),
+  });
+});
+after(async () => {
+  for (const s of subscriptions) await s.dispose();
+  await until(() => server.proc.exitCode !== null || server.proc.signalCode !== null, 10_000, "the server to stop");
+  box.dispose();
+});
+beforeEach(() => stub.resetRecorded());
+
+const sessionsView = () => stub.treeView<SessionsElement>("piSessions.sessions");
+const treeView = () => stub.treeView<TreeElement>("piSessions.tree");
+const items = <T>(tv: stub.StubTreeView<T>, el?: T): T[] => tv.provider.getChildren(el);
+const item = (tv: stub.StubTreeView<any>, el: unknown): any => tv.provider.getTreeItem(el);
+const labelOf = (it: any): string => (typeof it.label === "string" ? it.label : it.label.label);
+
+function allRows(parent?: TreeElement): TreeElement[] {
+  return items(treeView(), parent).flatMap((el) => [el, ...allRows(el)]);
+}
+
+test("activation lists sessions by project and registers every contributed command", async () => {
+  const pkg = JSON.parse(readFileSync(`${__dirname}/../../package.json`, "utf8"));
+  const contributed: string[] = pkg.contributes.commands.map((c: { command: string }) => c.command);
+  assert.deepEqual(stub.commands.registered().sort(), [...contributed].sort());
+  const groups = items(sessionsView());
+  assert.deepEqual(groups.map((g) => labelOf(item(sessionsView(), g))), ["/home/demo/notes", "/home/demo/shop"]);
+  const shopSessions = items(sessionsView(), groups[1]).map((el) => item(sessionsView(), el));
+  assert.deepEqual(shopSessions.map(labelOf), ["Why does `make test` hang on CI?", "orders repository refactor"]);
+  assert.match(shopSessions[1].description, /ago · 17 messages$/);
+  assert.equal(shopSessions[1].command.command, "piSessions.openSession");
+});
+
+test("clicking a session shows its tree, the leaf revealed and marked", async () => {
+  const shop = file(box, SHOP);
+  await vscode.commands.executeCommand("piSessions.openSession", shop);
+  assert.equal(api.tree.session, shop);
+  const rows = allRows();
+  assert.equal(rows.length, api.tree.rows.length);
+  // the leaf is a session_info entry, hidden by the default filter: the cursor goes to its nearest shown ancestor
+  const lastActive = rows.filter((el) => el.kind === "row" && el.row.onActivePath).at(-1)!;
+  assert.deepEqual(treeView().revealed.at(-1), lastActive);
+  assert.ok(!rows.some((el) => el.kind === "row" && el.row.isLeaf));
+  await vscode.commands.executeCommand("piSessions.setFilter", "all");
+  const leaf = allRows().find((el) => el.kind === "row" && el.row.isLeaf)!;
+  assert.equal(leaf.kind === "row" && leaf.row.id, api.tree.leafId);
+  const leafItem = item(treeView(), leaf);
+  assert.equal(leafItem.description, "← leaf");
+  assert.equal(leafItem.iconPath.id, "circle-filled");
+  await vscode.commands.executeCommand("piSessions.setFilter", "default");
+  assert.equal(treeView().description, "orders repository refactor");
+  const labeled = rows.map((el) => item(treeView(), el)).find((it) => labelOf(it).startsWith("[repository] "));
+  assert.ok(labeled, "labels are shown");
+  assert.match(labeled.contextValue, /labeled/);
+});
+
+test("filter picker and search box", async () => {
+  stub.answers.picks.push((i) => i.value === "user-only");
+  await vscode.commands.executeCommand("piSessions.setFilter");
+  assert.equal(stub.recorded.quickPicks.at(-1)!.items.length, 5);
+  assert.equal(api.tree.filter, "user-only");
+  assert.ok(allRows().every((el) => el.kind === "row" && el.row.role === "user"));
+  assert.equal(treeView().description, "orders repository refactor · user-only");
+  stub.answers.inputs.push("pagination");
+  await vscode.commands.executeCommand("piSessions.searchTree");
+  const rows = allRows();
+  assert.equal(rows.length, 1);
+  const it = item(treeView(), rows[0]);
+  assert.deepEqual(it.label.highlights, [[labelOf(it).toLowerCase().indexOf("pagination"), labelOf(it).toLowerCase().indexOf("pagination") + 10]]);
+  assert.equal(stub.recorded.contexts.get("piSessions.treeSearch"), true);
+  await vscode.commands.executeCommand("piSessions.clearTreeSearch");
+  await vscode.commands.executeCommand("piSessions.setFilter", "default");
+  assert.ok(allRows().length > 1);
+});
+
+test("collapsing a row in the widget is pi's fold on the server", async () => {
+  const foldable = allRows().find((el) => el.kind === "row" && el.row.foldable && el.row.visibleParentId !== null)!;
+  assert.equal(item(treeView(), foldable).collapsibleState, stub.TreeItemCollapsibleState.Expanded);
+  const under = allRows(foldable).length;
+  const total = api.tree.rows.length;
+  treeView().collapse.fire({ element: foldable });
+  await until(() => api.tree.folded.size === 1 && api.tree.rows.length === total - under, 5000, "the fold");
+  const row = api.tree.row(foldable.kind === "row" ? foldable.row.id : "")!;
+  assert.equal(item(treeView(), treeView().provider.element(row)).collapsibleState, stub.TreeItemCollapsibleState.Collapsed);
+  treeView().expand.fire({ element: treeView().provider.element(row) });
+  await until(() => api.tree.folded.size === 0 && api.tree.rows.length === total, 5000, "the unfold");
+});
+
+test("set a label from the context menu; errors are shown with the server's message", async () => {
+  const el = allRows()[1];
+  stub.answers.inputs.push("checkpoint");
+  await vscode.commands.executeCommand("piSessions.setLabel", el);
+  const again = allRows().find((x) => x.kind === "row" && el.kind === "row" && x.row.id === el.row.id)!;
+  assert.equal(labelOf(item(treeView(), again)).startsWith("[checkpoint] "), true);
+
+  await vscode.commands.executeCommand("piSessions.openSession", `${box.sessions}/../elsewhere.jsonl`);
+  const err = stub.recorded.messages.find((m) => m.kind === "error")!;
+  assert.match(err.message, /OutsideRoots/);
+  assert.doesNotMatch(err.message, /Traceback/);
+  await vscode.commands.executeCommand("piSessions.openSession", file(box, SHOP));
+});
+
+test("continue here asks two steps and reloads the tree", async () => {
+  const target = allRows().find((el) => el.kind === "row" && el.row.role === "user" && !el.row.onActivePath)!;
+  stub.answers.picks.push(0, 0); // continue here, no summary
+  await vscode.commands.executeCommand("piSessions.continueHere", target);
+  assert.equal(stub.recorded.quickPicks.length, 2);
+  assert.equal(target.kind === "row" && api.tree.leafId, target.kind === "row" && target.row.parentId);
+  assert.equal(stub.recorded.clipboard, "Go with the ORM.");
+  assert.equal(stub.recorded.documents.at(-1)!.content, "Go with the ORM.");
+});
+
+test("copy context, open an entry as a read-only document", async () => {
+  const el = allRows()[0];
+  stub.answers.picks.push((i) => i.value === "openai");
+  await vscode.commands.executeCommand("piSessions.copyContext", el);
+  const msgs = JSON.parse(stub.recorded.clipboard);
+  assert.equal(msgs[0].role, "user");
+  await vscode.commands.executeCommand("piSessions.openEntry", el);
+  const doc = stub.recorded.documents.at(-1)!;
+  assert.equal(doc.uri!.scheme, "pi-entry");
+  assert.equal(JSON.parse(doc.content).id, el.kind === "row" ? el.row.id : "");
+  assert.deepEqual(parseEntryUri(entryUri("/a b/c.jsonl", "x1")), { session: "/a b/c.jsonl", id: "x1" });
+});
+
+test("appends by another writer update the open tree and the sessions list", async () => {
+  const shop = file(box, SHOP);
+  const changes = treeView().changes;
+  const entry = {
+    type: "message", id: "c0ffee01", parentId: api.tree.leafId, timestamp: new Date().toISOString(),
+    message: { role: "user", content: [{ type: "text", text: "And a changelog entry." }], timestamp: Date.now() },
+  };
+  appendFileSync(shop, `${JSON.stringify(entry)}\n`);
+  await until(() => api.tree.row("c0ffee01") !== undefined, 10_000, "the live row");
+  assert.ok(treeView().changes > changes);
+  await until(() => api.sessions.find(shop)!.leafId === "c0ffee01", 10_000, "the sessions list to follow");
+});
+
+test("summaries show progress; searching sessions filters the list", async () => {
+  const el = allRows().at(-1)!;
+  await vscode.commands.executeCommand("piSessions.summarizeBranch", el);
+  assert.deepEqual(stub.recorded.progress, ["Summarizing…"]);
+  assert.match(stub.recorded.documents.at(-1)!.content, /## Goal/);
+  stub.answers.inputs.push("architecture");
+  await vscode.commands.executeCommand("piSessions.searchSessions");
+  const groups = items(sessionsView());
+  assert.deepEqual(groups.map((g) => (g.kind === "group" ? g.group.cwd : "")), ["/home/demo/notes"]);
+  assert.equal(sessionsView().description, "“architecture”");
+  await vscode.commands.executeCommand("piSessions.clearSessionSearch");
+  assert.equal(items(sessionsView()).length, 2);
+});
+
+test("restart policy: restarts with a message, gives up after repeated crashes", () => {
+  const p = new RestartPolicy(2, 1000);
+  assert.equal(p.crashed(0), true);
+  assert.match(p.message(true), /restarting/);
+  assert.equal(p.crashed(10), true);
+  assert.equal(p.crashed(20), false);
+  assert.match(p.message(false), /3 times/);
+  assert.equal(p.crashed(5000), true, "old crashes are forgotten");
+});
+
+test("server command: setting, then PATH, then python -m pi_server", () => {
+  assert.deepEqual(resolveServer({ path: "/opt/pi-server", sessionDirs: ["/s"] }, undefined, ""), {
+    command: "/opt/pi-server", args: ["--sessions-dir", "/s"], how: "setting",
+  });
+  assert.equal(resolveServer({}, "/venv/bin/python", "/nonexistent").command, "/venv/bin/python");
+  assert.deepEqual(resolveServer({ stateDir: "/st" }, "/venv/bin/python", "/nonexistent").args, ["-m", "pi_server", "--state-dir", "/st"]);
+  const bin = `${box.root}/bin`;
+  require("node:fs").mkdirSync(bin);
+  require("node:fs").writeFileSync(`${bin}/pi-server`, "#!/bin/sh\n", { mode: 0o755 });
+  assert.deepEqual(resolveServer({}, "/venv/bin/python", bin), { command: `${bin}/pi-server`, args: [], how: "path" });
+});

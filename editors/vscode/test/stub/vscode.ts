@@ -1,0 +1,290 @@
+// A small stand-in for the `vscode` API: enough of it for the extension's glue, with every call recorded
+// so tests can answer prompts and read what the user would see.
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+type Listener<T> = (e: T) => unknown;
+
+export class EventEmitter<T> {
+  private listeners: Listener<T>[] = [];
+  event = (listener: Listener<T>) => {
+    this.listeners.push(listener);
+    return { dispose: () => (this.listeners = this.listeners.filter((l) => l !== listener)) };
+  };
+  fire(e: T): void {
+    for (const l of [...this.listeners]) l(e);
+  }
+  dispose(): void {
+    this.listeners = [];
+  }
+}
+
+export enum TreeItemCollapsibleState {
+  None = 0,
+  Collapsed = 1,
+  Expanded = 2,
+}
+
+export enum ProgressLocation {
+  SourceControl = 1,
+  Window = 10,
+  Notification = 15,
+}
+
+export class ThemeIcon {
+  constructor(
+    readonly id: string,
+    readonly color?: ThemeColor,
+  ) {}
+}
+
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+
+export class MarkdownString {
+  value = "";
+  appendMarkdown(s: string): this {
+    this.value += s;
+    return this;
+  }
+  appendText(s: string): this {
+    this.value += s;
+    return this;
+  }
+  appendCodeblock(s: string, lang = ""): this {
+    this.value += `\n\`\`\`${lang}\n${s}\n\`\`\`\n`;
+    return this;
+  }
+}
+
+export class TreeItem {
+  id?: string;
+  description?: string;
+  tooltip?: unknown;
+  iconPath?: unknown;
+  contextValue?: string;
+  command?: { command: string; title: string; arguments?: unknown[] };
+  resourceUri?: Uri;
+  constructor(
+    readonly label: string | { label: string; highlights?: [number, number][] },
+    readonly collapsibleState: TreeItemCollapsibleState = TreeItemCollapsibleState.None,
+  ) {}
+}
+
+export class Uri {
+  private constructor(
+    readonly scheme: string,
+    readonly path: string,
+    readonly query: string,
+  ) {}
+  static file(p: string): Uri {
+    return new Uri("file", p, "");
+  }
+  static from(c: { scheme: string; path?: string; query?: string }): Uri {
+    return new Uri(c.scheme, c.path ?? "", c.query ?? "");
+  }
+  get fsPath(): string {
+    return this.path;
+  }
+  toString(): string {
+    return `${this.scheme}:${this.path}${this.query ? `?${this.query}` : ""}`;
+  }
+}
+
+export class CancellationTokenSource {
+  private readonly emitter = new EventEmitter<void>();
+  private cancelled = false;
+  readonly token = {
+    get isCancellationRequested(): boolean {
+      return false;
+    },
+    onCancellationRequested: this.emitter.event,
+  };
+  constructor() {
+    const self = this;
+    Object.defineProperty(this.token, "isCancellationRequested", { get: () => self.cancelled });
+  }
+  cancel(): void {
+    this.cancelled = true;
+    this.emitter.fire();
+  }
+}
+
+// ---- what the user sees and answers
+
+export interface Shown {
+  kind: "info" | "warning" | "error";
+  message: string;
+}
+
+export const recorded = {
+  messages: [] as Shown[],
+  quickPicks: [] as { items: any[]; options: any }[],
+  inputs: [] as any[],
+  documents: [] as { content: string; language?: string; uri?: Uri }[],
+  clipboard: "",
+  contexts: new Map<string, unknown>(),
+  progress: [] as string[],
+};
+
+/** Answers for the next prompts, in order: a quick pick answer is the picked item's index or a predicate. */
+export const answers = {
+  picks: [] as (number | ((item: any) => boolean) | undefined)[],
+  inputs: [] as (string | undefined)[],
+  /** Cancels the next withProgress as soon as it starts. */
+  cancelProgress: false,
+};
+
+export function resetRecorded(): void {
+  recorded.messages.length = 0;
+  recorded.quickPicks.length = 0;
+  recorded.inputs.length = 0;
+  recorded.documents.length = 0;
+  recorded.progress.length = 0;
+  recorded.clipboard = "";
+}
+
+const treeViews = new Map<string, StubTreeView<any>>();
+
+export class StubTreeView<T> {
+  readonly collapse = new EventEmitter<{ element: T }>();
+  readonly expand = new EventEmitter<{ element: T }>();
+  readonly onDidCollapseElement = this.collapse.event;
+  readonly onDidExpandElement = this.expand.event;
+  selection: T[] = [];
+  visible = true;
+  description: string | undefined;
+  message: string | undefined;
+  revealed: T[] = [];
+  changes = 0;
+  constructor(readonly provider: any) {
+    provider.onDidChangeTreeData?.(() => this.changes++);
+  }
+  async reveal(el: T): Promise<void> {
+    this.revealed.push(el);
+    this.selection = [el];
+  }
+  dispose(): void {}
+}
+
+export function treeView<T = any>(id: string): StubTreeView<T> {
+  const tv = treeViews.get(id);
+  if (!tv) throw new Error(`no tree view ${id}`);
+  return tv;
+}
+
+export const window = {
+  createOutputChannel: (name: string) => ({
+    name,
+    lines: [] as string[],
+    appendLine(s: string) {
+      this.lines.push(s);
+    },
+    append(s: string) {
+      this.lines.push(s);
+    },
+    show() {},
+    dispose() {},
+  }),
+  createTreeView: (id: string, opts: { treeDataProvider: any }) => {
+    const tv = new StubTreeView(opts.treeDataProvider);
+    treeViews.set(id, tv);
+    return tv;
+  },
+  showInformationMessage: async (message: string) => {
+    recorded.messages.push({ kind: "info", message });
+    return undefined;
+  },
+  showWarningMessage: async (message: string) => {
+    recorded.messages.push({ kind: "warning", message });
+    return undefined;
+  },
+  showErrorMessage: async (message: string) => {
+    recorded.messages.push({ kind: "error", message });
+    return undefined;
+  },
+  showQuickPick: async (items: any[], options: any) => {
+    recorded.quickPicks.push({ items, options });
+    const a = answers.picks.shift();
+    if (a === undefined) return undefined;
+    return typeof a === "number" ? items[a] : items.find(a);
+  },
+  showInputBox: async (options: any) => {
+    recorded.inputs.push(options);
+    return answers.inputs.shift();
+  },
+  withProgress: async (opts: { title: string }, task: (p: unknown, token: unknown) => Promise<unknown>) => {
+    recorded.progress.push(opts.title);
+    const source = new CancellationTokenSource();
+    const run = task({ report() {} }, source.token);
+    if (answers.cancelProgress) {
+      answers.cancelProgress = false;
+      setTimeout(() => source.cancel(), 50);
+    }
+    return run;
+  },
+  showTextDocument: async (doc: unknown) => doc,
+};
+
+const providers = new Map<string, { provideTextDocumentContent(uri: Uri): Promise<string> | string }>();
+
+export const workspace = {
+  settings: {} as Record<string, unknown>,
+  getConfiguration: (section: string) => ({
+    get: <T>(key: string): T | undefined => workspace.settings[`${section}.${key}`] as T | undefined,
+  }),
+  openTextDocument: async (arg: Uri | { content: string; language?: string }) => {
+    if (arg instanceof Uri) {
+      const p = providers.get(arg.scheme);
+      const content = p ? await p.provideTextDocumentContent(arg) : "";
+      const doc = { content, uri: arg, language: undefined as string | undefined };
+      recorded.documents.push(doc);
+      return doc;
+    }
+    recorded.documents.push({ content: arg.content, language: arg.language });
+    return arg;
+  },
+  registerTextDocumentContentProvider: (scheme: string, p: any) => {
+    providers.set(scheme, p);
+    return { dispose: () => providers.delete(scheme) };
+  },
+};
+
+export const languages = {
+  setTextDocumentLanguage: async (doc: any, language: string) => {
+    doc.language = language;
+    return doc;
+  },
+};
+
+const registered = new Map<string, (...args: any[]) => unknown>();
+
+export const commands = {
+  registerCommand: (id: string, fn: (...args: any[]) => unknown) => {
+    registered.set(id, fn);
+    return { dispose: () => registered.delete(id) };
+  },
+  executeCommand: async (id: string, ...args: any[]) => {
+    if (id === "setContext") {
+      recorded.contexts.set(args[0], args[1]);
+      return undefined;
+    }
+    const fn = registered.get(id);
+    if (!fn) throw new Error(`command ${id} is not registered`);
+    return fn(...args);
+  },
+  registered: () => [...registered.keys()],
+};
+
+export const env = {
+  clipboard: {
+    readText: async () => recorded.clipboard,
+    writeText: async (s: string) => {
+      recorded.clipboard = s;
+    },
+  },
+};
+
+export const extensions = {
+  getExtension: (_id: string) => undefined,
+};
