@@ -41,18 +41,63 @@ def sse_text(text: str, stop: str = "end_turn") -> bytes:
     ).encode()
 
 
+def _ev(kind: str, data: dict[str, Any]) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+
+
+def sse_blocks(blocks: list[dict[str, Any]], stop: str = "end_turn") -> list[bytes]:
+    """A streamed answer made of text / thinking / tool_use blocks, one SSE event per chunk."""
+    start = {
+        "id": "msg_2",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 100, "output_tokens": 1, "cache_read_input_tokens": 20},
+    }
+    out = [_ev("message_start", {"message": start})]
+    for i, b in enumerate(blocks):
+        if b["type"] == "text":
+            out.append(_ev("content_block_start", {"index": i, "content_block": {"type": "text", "text": ""}}))
+            for part in _chunks(b["text"]):
+                out.append(_ev("content_block_delta", {"index": i, "delta": {"type": "text_delta", "text": part}}))
+        elif b["type"] == "thinking":
+            cb = {"type": "thinking", "thinking": "", "signature": ""}
+            out.append(_ev("content_block_start", {"index": i, "content_block": cb}))
+            delta = {"type": "thinking_delta", "thinking": b["thinking"]}
+            out.append(_ev("content_block_delta", {"index": i, "delta": delta}))
+            sig = {"type": "signature_delta", "signature": b["signature"]}
+            out.append(_ev("content_block_delta", {"index": i, "delta": sig}))
+        else:
+            cb = {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}
+            out.append(_ev("content_block_start", {"index": i, "content_block": cb}))
+            raw = json.dumps(b["input"])
+            for part in (raw[: len(raw) // 2], raw[len(raw) // 2 :]):
+                delta = {"type": "input_json_delta", "partial_json": part}
+                out.append(_ev("content_block_delta", {"index": i, "delta": delta}))
+        out.append(_ev("content_block_stop", {"index": i}))
+    usage = {"output_tokens": 42}
+    out.append(_ev("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": usage}))
+    out.append(_ev("message_stop", {}))
+    return out
+
+
 def _chunks(text: str) -> list[str]:
     return [text[i : i + 7] for i in range(0, len(text), 7)] or [""]
 
 
 class FakeAnthropic:
-    """Answers each request with the next scripted reply: ("text", str) or (status, error message)."""
+    """Answers each request with the next scripted reply: ("text", str), ("sse", [event bytes]) sent with
+    `chunk_delay` between events, or (status, error message)."""
 
-    def __init__(self, replies: list[tuple[Any, str]] | None = None, delay: float = 0.0) -> None:
+    def __init__(self, replies: list[tuple[Any, Any]] | None = None, delay: float = 0.0) -> None:
         self.replies = list(replies or [])
-        self.default: tuple[Any, str] = ("text", "## Goal\nA canned summary.")
+        self.default: tuple[Any, Any] = ("text", "## Goal\nA canned summary.")
         self.requests: list[dict[str, Any]] = []
         self.delay = delay
+        self.chunk_delay = 0.0
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -70,7 +115,21 @@ class FakeAnthropic:
                     import time
 
                     time.sleep(fake.delay)
-                if kind == "text":
+                if kind == "sse":
+                    import time
+
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.end_headers()
+                    try:
+                        for chunk in payload:
+                            self.wfile.write(chunk)
+                            self.wfile.flush()
+                            if fake.chunk_delay:
+                                time.sleep(fake.chunk_delay)
+                    except OSError:
+                        pass  # the client went away (an abort)
+                elif kind == "text":
                     self.send_response(200)
                     self.send_header("content-type", "text/event-stream")
                     self.end_headers()

@@ -21,7 +21,7 @@ class Client:
         self.lc = lc
         self.init: lsp.InitializeResult | None = None
         self.notes: list[tuple[str, Any]] = []
-        for method in ("pi/sessionUpdated", "pi/sessionsChanged", "pi/savePoint"):
+        for method in ("pi/sessionUpdated", "pi/sessionsChanged", "pi/savePoint", "pi/agentEvent"):
             lc.feature(method)(self._recorder(method))
 
     def _recorder(self, method: str):
@@ -50,10 +50,17 @@ async def server(
     init_options: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     preexec_fn: Any = None,
+    experimental: dict[str, Any] | None = None,
+    on_request: dict[str, Any] | None = None,
 ) -> AsyncIterator[Client]:
     lc = LanguageClient(converter_factory=converter_factory)
     register_lsp_features(lc)
     client = Client(lc)
+    for method, fn in (on_request or {}).items():
+        lc.feature(method)(fn)
+    caps = client_capabilities("visual-studio-code")
+    if experimental is not None:
+        caps.experimental = experimental
     await lc.start_io(
         sys.executable, "-m", "pi_server", *args, env={**os.environ, **(env or {})}, preexec_fn=preexec_fn
     )
@@ -61,7 +68,7 @@ async def server(
         client.init = await asyncio.wait_for(
             lc.initialize_session(
                 lsp.InitializeParams(
-                    capabilities=client_capabilities("visual-studio-code"),
+                    capabilities=caps,
                     initialization_options=init_options or {},
                 )
             ),

@@ -70,6 +70,7 @@ class Registry:
     evicted: dict[str, int] = field(default_factory=dict)  # path -> entry count when dropped
     building: dict[str, SessionIndex] = field(default_factory=dict)  # background indexing in progress
     _last_summary: str | None = None
+    turns: set[str] = field(default_factory=set)  # sessions where the server's own turn is running
 
     def __post_init__(self) -> None:
         if self.cache is None:
@@ -260,8 +261,10 @@ class Registry:
     # ---------------------------------------------------------------- busy
 
     def busy(self, live: LiveSession, now: float | None = None) -> bool:
-        """A pi turn is in progress: the last entry waits for the model or a tool."""
+        """A turn is in progress: ours, or pi's (the last entry waits for the model or a tool)."""
         idx = live.index
+        if idx.path in self.turns:
+            return True
         if not idx.ids:
             return False
         pos = len(idx) - 1
@@ -347,6 +350,19 @@ class Registry:
             e = self._entry(live, "custom", target, customType=LEAF_MARKER, data={"leafId": target})
             return self._append(live, [self._reorder(e)])
         raise WriteFailed(f"unknown write {kind!r}")
+
+    def append_own(self, live: LiveSession, etype: str, fields: dict[str, Any]) -> str:
+        """An entry of the server's own turn (message, model or thinking change): a child of the leaf, now."""
+        e = self._entry(live, etype, live.leaf_id, **fields)
+        return self._append(live, [self._reorder(e)])[-1]
+
+    def new_session(self, cwd: str) -> str:
+        """pi's SessionManager.create layout: <root>/--<cwd>--/<timestamp>_<uuid>.jsonl, header only."""
+        rest = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
+        safe = "--" + rest.replace("/", "-").replace("\\", "-").replace(":", "-") + "--"
+        directory = os.path.join(self.roots[0], safe)
+        os.makedirs(directory, exist_ok=True)
+        return new_session_file(directory, {"cwd": cwd}, [])
 
     def write(self, live: LiveSession, op: dict[str, Any]) -> tuple[list[str], bool]:
         """Apply now, or queue when the session is busy. Returns (new ids, queued)."""

@@ -48,6 +48,10 @@ METHODS = [
     "pi/setSessionName",
     "pi/fork",
     "pi/compact",
+    "pi/prompt",
+    "pi/abort",
+    "pi/setModel",
+    "pi/setThinkingLevel",
 ]
 
 
@@ -98,6 +102,9 @@ class PiServer(LanguageServer):
         self.stop = asyncio.Event()
         self.authorized = options.token is None
         self.summary_options: params.SummaryOptions | None = None
+        self.agent_options: params.AgentOptions | None = None
+        self.client_tools: list[str] = []  # from the client's experimental.piTools
+        self.turns: dict[str, Any] = {}  # session path -> its running Turn
 
     async def core(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a core call on the worker thread, mapping core errors to the contract's."""

@@ -9,6 +9,8 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from pi_server import summaries
+from pi_server.agent import rpc as agent_rpc
+from pi_server.agent.rpc import declared_tools
 from pi_server.context.formats import context_result
 from pi_server.server import background, errors, params
 from pi_server.server.app import PiServer, parse, setup_registry
@@ -53,6 +55,8 @@ def register(server: PiServer) -> None:
             ls.authorized = True
         ls.registry = setup_registry(ls, init)
         ls.summary_options = init.summary
+        ls.agent_options = init.agent
+        ls.client_tools = declared_tools(p.capabilities)
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: PiServer, _p: Any) -> None:
@@ -222,6 +226,8 @@ def register(server: PiServer) -> None:
     async def set_session_name(ls: PiServer, raw: Any) -> Any:
         p = parse(params.SetSessionName, raw)
         return await simple_write(ls, p.session, {"op": "name", "name": p.name})
+
+    agent_rpc.register(reg)
 
     @reg("pi/fork")
     async def fork(ls: PiServer, raw: Any) -> Any:

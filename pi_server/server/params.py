@@ -80,6 +80,43 @@ class Compact(Params):
     customInstructions: str | None = None
 
 
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+
+
+class Image(Params):
+    type: Literal["image"] = "image"
+    data: str
+    mimeType: str
+
+
+class Prompt(Params):
+    session: str | None = None
+    cwd: str | None = None
+    text: str
+    images: list[Image] = Field(default_factory=list)
+
+
+class Abort(Params):
+    session: str
+
+
+class SetModel(Params):
+    session: str
+    provider: str
+    modelId: str
+
+
+class SetThinkingLevel(Params):
+    session: str
+    level: ThinkingLevel
+
+
+class AgentOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    retryBaseDelayMs: float | None = Field(default=None, ge=0)
+    maxRetries: int | None = Field(default=None, ge=0)
+
+
 class SummaryOptions(BaseModel):
     model_config = ConfigDict(extra="ignore")
     model: str | None = None
@@ -94,6 +131,7 @@ class InitOptions(BaseModel):
     sessionDirs: list[str] | None = None
     stateDir: str | None = None
     summary: SummaryOptions | None = None
+    agent: AgentOptions | None = None
     token: str | None = None
     busyTimeout: float | None = Field(default=None, gt=0)
     maxLiveEntries: int | None = Field(default=None, ge=1)

@@ -1,0 +1,76 @@
+"""The server's read-only tools against pi's own (read, ls), and grep/find output, cwd confinement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import run_oracle
+
+from pi_server.agent.prompt import build_system_prompt
+from pi_server.agent.tools import run_local
+
+
+def _tree(root: Path) -> None:
+    (root / "src").mkdir()
+    (root / "src" / "a.py").write_text("def f():\n    return 1\n# TODO one\n")
+    (root / "src" / "b.ts").write_text("const x = 1; // TODO two\n")
+    (root / ".hidden").write_text("h\n")
+    (root / "Big.txt").write_text("".join(f"line {i}\n" for i in range(3000)))
+    (root / "wide.txt").write_text("x" * 60000 + "\n")
+    (root / "empty").mkdir()
+
+
+def test_read_and_ls_match_pi(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    calls = [
+        ["read", {"path": "src/a.py"}],
+        ["read", {"path": "Big.txt"}],
+        ["read", {"path": "Big.txt", "offset": 10, "limit": 5}],
+        ["read", {"path": "Big.txt", "offset": 5000}],
+        ["read", {"path": "wide.txt"}],
+        ["ls", {}],
+        ["ls", {"path": "src", "limit": 1}],
+        ["ls", {"path": "empty"}],
+    ]
+    pi = run_oracle("agent_tools.mjs", str(tmp_path), calls)
+    for (name, args), want in zip(calls, pi, strict=True):
+        got, is_error = run_local(name, args, str(tmp_path))
+        assert is_error == want["isError"], (name, args)
+        assert got["content"] == want["content"], (name, args)
+        assert got.get("details") == want["details"], (name, args)
+
+
+def test_grep_find_and_confinement(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    got, err = run_local("grep", {"pattern": "TODO"}, str(tmp_path))
+    assert not err and got["content"][0]["text"] == "src/a.py:3: # TODO one\nsrc/b.ts:1: const x = 1; // TODO two"
+    got, _ = run_local("grep", {"pattern": "return", "context": 1, "path": "src/a.py"}, str(tmp_path))
+    assert got["content"][0]["text"] == "a.py-1- def f():\na.py:2:     return 1\na.py-3- # TODO one"
+    got, _ = run_local("grep", {"pattern": "line", "limit": 2}, str(tmp_path))
+    assert got["content"][0]["text"].endswith("[2 matches limit reached. Use limit=4 for more, or refine pattern]")
+    got, _ = run_local("grep", {"pattern": "nothing-here"}, str(tmp_path))
+    assert got["content"][0]["text"] == "No matches found"
+    got, _ = run_local("find", {"pattern": "*.py"}, str(tmp_path))
+    assert got["content"][0]["text"] == "src/a.py"
+    got, _ = run_local("find", {"pattern": "src/**/*.ts"}, str(tmp_path))
+    assert got["content"][0]["text"] == "src/b.ts"
+    for name, args in [
+        ("read", {"path": "/etc/passwd"}),
+        ("ls", {"path": ".."}),
+        ("grep", {"pattern": "x", "path": "/"}),
+    ]:
+        got, err = run_local(name, args, str(tmp_path))
+        assert err and "outside" in got["content"][0]["text"]
+    (tmp_path / "link").symlink_to("/etc")
+    got, err = run_local("ls", {"path": "link"}, str(tmp_path))
+    assert err and "outside" in got["content"][0]["text"]
+
+
+def test_system_prompt_lists_tools_and_context(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    (tmp_path / "AGENTS.md").write_text("Use tabs.")
+    p = build_system_prompt(str(tmp_path), ["read", "bash", "grep", "find", "ls"])
+    assert "- read: Read file contents\n- bash: Execute bash commands (ls, grep, find, etc.)\n" in p
+    assert "- Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)\n" in p
+    assert f"## {tmp_path}/AGENTS.md\n\nUse tabs.\n\n" in p
+    assert p.endswith(f"Current working directory: {tmp_path}")
