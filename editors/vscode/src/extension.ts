@@ -3,15 +3,20 @@ import * as os from "node:os";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import * as actions from "./actions";
+import { type AgentEventParams, ChatModel } from "./chatModel";
+import { ChatPanel } from "./chatPanel";
 import type { Choice, Ui } from "./actions";
 import { oneLine, sessionTitle } from "./format";
-import { errorMessage, FILTERS, type Filter, type Rpc, type SessionsChanged, type SessionUpdated } from "./protocol";
+import { type Cancel, errorMessage, FILTERS, type Filter, type Rpc, type SessionsChanged, type SessionUpdated } from "./protocol";
+import { describe, EDITOR_TOOLS, type EditorTool, runTool, type ToolPolicy, type ToolRequest } from "./tools";
 import { resolveServer, type ServerSettings } from "./serverCommand";
 import { SessionsModel } from "./sessionsModel";
 import { TreeModel } from "./treeModel";
 import { type SessionsElement, SessionsProvider, type TreeElement, TreeProvider } from "./views";
 
 export interface Connection extends Rpc {
+  /** Answers a request the server sends (pi/executeTool). */
+  onRequest?(method: string, handler: (params: any, token: Cancel) => Promise<unknown>): { dispose(): unknown };
   stop(): Promise<void>;
   restart?(): Promise<void>;
   /** Called each time the server is (re)started and ready. */
@@ -19,8 +24,8 @@ export interface Connection extends Rpc {
 }
 
 export interface Deps {
-  /** Opens the connection; the default starts pi-server with vscode-languageclient. */
-  connect?: (init: Record<string, unknown>) => Promise<Connection>;
+  /** Opens the connection; the default starts pi-server with vscode-languageclient. `tools` are the editor tools to declare. */
+  connect?: (init: Record<string, unknown>, tools: EditorTool[]) => Promise<Connection>;
 }
 
 /** What activate returns: the models, for other extensions and the tests. */
@@ -29,6 +34,7 @@ export interface Api {
   sessions: SessionsModel;
   tree: TreeModel;
   openSession(session: string | undefined): Promise<void>;
+  chats: Map<string, ChatPanel>;
 }
 
 const FILTER_HELP: Record<Filter, string> = {
@@ -56,9 +62,11 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
   if (settings.sessionDirs?.length) init.sessionDirs = settings.sessionDirs;
   if (settings.stateDir) init.stateDir = settings.stateDir;
 
+  const toolPolicy = (name: EditorTool): ToolPolicy => cfg.get<ToolPolicy>(`tools.${name}`) ?? "ask";
+  const tools = EDITOR_TOOLS.filter((t) => toolPolicy(t) !== "off");
   let rpc: Connection;
   try {
-    rpc = deps.connect ? await deps.connect(init) : await startDefault(settings, init, out);
+    rpc = deps.connect ? await deps.connect(init, tools) : await startDefault(settings, init, out, tools);
   } catch (err) {
     const msg = `pi-server could not start: ${errorMessage(err)}. Set 'piSessions.server.path' or install pi-server (pip install pi-server).`;
     void vscode.window.showErrorMessage(msg, "Show Log").then((a) => a && out.show());
@@ -257,6 +265,57 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
     const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(sessionOf(arg)));
     await vscode.window.showTextDocument(doc);
   });
+  // chats: one panel per session, bound to its current leaf (an entry chosen first becomes the leaf)
+  const chats = new Map<string, ChatPanel>();
+  const unbound = new Set<ChatPanel>(); // new-session chats waiting for their file
+  const openChat = async (session: string | undefined, cwd: string | undefined) => {
+    const existing = session ? chats.get(session) : undefined;
+    if (existing) {
+      existing.panel.reveal();
+      await existing.model.loadHistory();
+      return existing;
+    }
+    const info = session ? sessions.find(session) : undefined;
+    const model = new ChatModel(rpc, session);
+    const panel = new ChatPanel(model, `pi: ${info ? oneLine(sessionTitle(info), 30) : "new session"}`, cwd ?? info?.cwd);
+    const key = () => model.session ?? "";
+    if (session) chats.set(session, panel);
+    else unbound.add(panel);
+    model.onChange(() => {
+      if (model.session && !chats.has(model.session)) {
+        chats.set(model.session, panel); // a new session got its file
+        unbound.delete(panel);
+      }
+    });
+    panel.panel.onDidDispose(() => {
+      chats.delete(key());
+      unbound.delete(panel);
+    });
+    await model.loadHistory();
+    return panel;
+  };
+  command("piSessions.openChat", async (arg) => {
+    const el = (arg as TreeElement | SessionsElement | undefined) ?? treeTv.selection[0];
+    if (el?.kind === "row") {
+      const session = treeSession();
+      if (el.row.id !== tree.leafId) {
+        const res = await rpc.request<{ editorText?: string }>("pi/switchBranch", { session, targetId: el.row.id });
+        await tree.reload();
+        const panel = await openChat(session, undefined);
+        if (res.editorText) void panel.panel.webview.postMessage({ type: "draft", text: res.editorText });
+        return;
+      }
+      await openChat(session, undefined);
+      return;
+    }
+    await openChat(sessionOf(arg), undefined);
+  });
+  command("piSessions.newChat", async () => {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const cwd = await vscode.window.showInputBox({ title: "New pi session", prompt: "Project folder (the session's cwd)", value: folder ?? os.homedir() });
+    if (cwd) await openChat(undefined, cwd);
+  });
+
   command("piSessions.showLog", () => out.show());
   command("piSessions.restartServer", async () => {
     if (!rpc.restart) throw new Error("This connection cannot be restarted.");
@@ -305,6 +364,11 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
       if (tree.session && p.removed.includes(tree.session)) void openSession(undefined).catch(showError);
       reloadSessionsSoon();
     }),
+    rpc.onNotification("pi/agentEvent", (p: AgentEventParams) => {
+      const chat = chats.get(p.session) ?? [...unbound].find((c) => c.model.running && !c.model.session);
+      chat?.model.apply(p);
+      if (p.event.type === "agent_end" && p.session === tree.session) reloadTreeSoon();
+    }),
     rpc.onNotification("pi/savePoint", (p: { session: string }) => {
       if (p.session === tree.session) reloadTreeSoon();
     }),
@@ -314,15 +378,48 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
     if (tree.session) reloadTreeSoon();
   });
 
+  // edit, write and bash run here, in the session's cwd, when the user allows them
+  const allowed = new Set<string>(); // "session\0tool" allowed for the rest of this window
+  rpc.onRequest?.("pi/executeTool", async (req: ToolRequest, token: Cancel) => {
+    const name = req.name as EditorTool;
+    if (!EDITOR_TOOLS.includes(name) || toolPolicy(name) === "off")
+      return { content: [{ type: "text", text: `Tool ${req.name} is not available in this editor` }], isError: true };
+    let cwd = sessions.find(req.session)?.cwd;
+    if (!cwd) {
+      await reloadSessions();
+      cwd = sessions.find(req.session)?.cwd;
+    }
+    if (!cwd) return { content: [{ type: "text", text: "Unknown session" }], isError: true };
+    const key = `${req.session}\0${name}`;
+    if (toolPolicy(name) === "ask" && !allowed.has(key)) {
+      const answer = await vscode.window.showWarningMessage(
+        `pi wants to ${describe(req)} in ${cwd}.`,
+        { modal: true },
+        "Allow",
+        "Allow for this session",
+      );
+      if (answer === "Allow for this session") allowed.add(key);
+      else if (answer !== "Allow") return { content: [{ type: "text", text: "The user refused this tool call." }], isError: true };
+    }
+    const abort = new AbortController();
+    token.onCancellationRequested(() => abort.abort());
+    return runTool(req, cwd, os.homedir(), abort.signal);
+  });
+
   await reloadSessions().catch(showError);
-  return { rpc, sessions, tree, openSession };
+  return { rpc, sessions, tree, openSession, chats };
 }
 
 export function deactivate(): void {
   // the connection is disposed with the extension's subscriptions
 }
 
-async function startDefault(settings: ServerSettings, init: Record<string, unknown>, out: vscode.OutputChannel): Promise<Connection> {
+async function startDefault(
+  settings: ServerSettings,
+  init: Record<string, unknown>,
+  out: vscode.OutputChannel,
+  tools: EditorTool[],
+): Promise<Connection> {
   const python = await selectedPython();
   const cmd = resolveServer(settings, python);
   const patterns = [path.join(os.homedir(), ".pi", "agent", "sessions", "**", "*.jsonl")];
@@ -330,7 +427,7 @@ async function startDefault(settings: ServerSettings, init: Record<string, unkno
   for (const d of settings.sessionDirs ?? []) patterns.push(path.join(d, "**", "*.jsonl"));
   // loaded here so that the tests, which connect on their own, never load vscode-languageclient
   const { startLanguageClient } = await import("./languageClient");
-  return startLanguageClient(cmd, init, patterns, out);
+  return startLanguageClient(cmd, init, patterns, out, tools);
 }
 
 /** The interpreter chosen in the Python extension, when it is installed. */

@@ -14,12 +14,14 @@ import {
 import type { Connection } from "./extension";
 import { RestartPolicy } from "./restartPolicy";
 import type { ServerCommand } from "./serverCommand";
+import type { EditorTool } from "./tools";
 
 export async function startLanguageClient(
   cmd: ServerCommand,
   init: Record<string, unknown>,
   documentPatterns: string[],
   out: vscode.OutputChannel,
+  tools: EditorTool[],
 ): Promise<Connection> {
   const server: ServerOptions = { command: cmd.command, args: cmd.args, transport: TransportKind.stdio };
   const policy = new RestartPolicy();
@@ -40,6 +42,15 @@ export async function startLanguageClient(
     },
   };
   const client = new LanguageClient("piSessions", "pi-server", server, options);
+  // tells the server which tools this editor runs for it (pi/executeTool)
+  client.registerFeature({
+    fillClientCapabilities: (caps) => {
+      caps.experimental = { ...(caps.experimental as object | undefined), piTools: { tools } };
+    },
+    initialize: () => {},
+    getState: () => ({ kind: "static" }),
+    clear: () => {},
+  });
   const readyListeners: (() => void)[] = [];
   client.onDidChangeState((e) => {
     if (e.newState === State.Running) for (const l of readyListeners) l();
@@ -54,6 +65,7 @@ export async function startLanguageClient(
     request: (method, params, token) =>
       token ? client.sendRequest(method, params, token as vscode.CancellationToken) : client.sendRequest(method, params),
     onNotification: (method, handler) => client.onNotification(method, handler),
+    onRequest: (method, handler) => client.onRequest(method, (params, token) => handler(params, token)),
     onReady: (listener) => {
       readyListeners.push(listener);
     },

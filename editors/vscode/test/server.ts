@@ -64,10 +64,11 @@ export interface Server extends Connection {
   cancelSource(): CancellationTokenSource;
 }
 
-export async function startServer(box: Sandbox, extraEnv: Record<string, string> = {}): Promise<Server> {
-  const env: Record<string, string | undefined> = { ...process.env, HOME: box.home, ...extraEnv };
-  delete env.ANTHROPIC_API_KEY; // summaries come from the extractive fallback
+export async function startServer(box: Sandbox, extraEnv: Record<string, string> = {}, tools: string[] = []): Promise<Server> {
+  const env: Record<string, string | undefined> = { ...process.env, HOME: box.home };
+  delete env.ANTHROPIC_API_KEY; // unless a test passes one: summaries come from the extractive fallback
   delete env.PI_CODING_AGENT_DIR;
+  Object.assign(env, extraEnv);
   const proc = spawn(PYTHON, ["-m", "pi_server", "--sessions-dir", box.sessions, "--state-dir", box.state], {
     cwd: REPO,
     env,
@@ -79,13 +80,15 @@ export async function startServer(box: Sandbox, extraEnv: Record<string, string>
   const notes: { method: string; params: any }[] = [];
   const serverRequests: { method: string; params: any }[] = [];
   const handlers = new Map<string, ((p: any) => void)[]>();
+  const requestHandlers = new Map<string, (p: any, token: any) => Promise<unknown>>();
   conn.onNotification((method: string, params: any) => {
     notes.push({ method, params });
     for (const h of handlers.get(method) ?? []) h(params);
   });
-  conn.onRequest((method: string, params: any) => {
+  conn.onRequest((method: string, params: any, token: any) => {
     serverRequests.push({ method, params });
-    return null;
+    const h = requestHandlers.get(method);
+    return h ? h(params, token) : null;
   });
   conn.listen();
   const exited = new Promise<never>((_, reject) =>
@@ -96,7 +99,7 @@ export async function startServer(box: Sandbox, extraEnv: Record<string, string>
     conn.sendRequest("initialize", {
       processId: process.pid,
       rootUri: null,
-      capabilities: { window: { workDoneProgress: true } },
+      capabilities: { window: { workDoneProgress: true }, ...(tools.length ? { experimental: { piTools: { tools } } } : {}) },
       initializationOptions: {},
     }),
     exited,
@@ -114,6 +117,10 @@ export async function startServer(box: Sandbox, extraEnv: Record<string, string>
       list.push(handler);
       handlers.set(method, list);
       return { dispose: () => handlers.set(method, (handlers.get(method) ?? []).filter((h) => h !== handler)) };
+    },
+    onRequest(method, handler) {
+      requestHandlers.set(method, handler);
+      return { dispose: () => requestHandlers.delete(method) };
     },
     async waitFor(method, pred = () => true, timeoutMs = 10_000) {
       const end = Date.now() + timeoutMs;

@@ -24,6 +24,45 @@ export enum TreeItemCollapsibleState {
   Expanded = 2,
 }
 
+export enum ViewColumn {
+  Active = -1,
+  Beside = -2,
+  One = 1,
+}
+
+/** A webview panel that records what the extension posts and lets tests post as the page would. */
+export class StubWebviewPanel {
+  readonly posted: any[] = [];
+  readonly fromPage = new EventEmitter<any>();
+  readonly disposed = new EventEmitter<void>();
+  readonly webview = {
+    html: "",
+    postMessage: async (m: any) => {
+      this.posted.push(m);
+      return true;
+    },
+    onDidReceiveMessage: this.fromPage.event,
+  };
+  readonly onDidDispose = this.disposed.event;
+  revealed = 0;
+  constructor(
+    readonly viewType: string,
+    public title: string,
+  ) {}
+  reveal(): void {
+    this.revealed++;
+  }
+  dispose(): void {
+    this.disposed.fire();
+  }
+  /** The last state the page was sent. */
+  get state(): any {
+    return [...this.posted].reverse().find((m) => m.type === "state");
+  }
+}
+
+export const panels: StubWebviewPanel[] = [];
+
 export enum ProgressLocation {
   SourceControl = 1,
   Window = 10,
@@ -131,6 +170,8 @@ export const recorded = {
 export const answers = {
   picks: [] as (number | ((item: any) => boolean) | undefined)[],
   inputs: [] as (string | undefined)[],
+  /** Answers to warning dialogs (the button chosen), in order. */
+  warnings: [] as (string | undefined)[],
   /** Cancels the next withProgress as soon as it starts. */
   cancelProgress: false,
 };
@@ -195,9 +236,9 @@ export const window = {
     recorded.messages.push({ kind: "info", message });
     return undefined;
   },
-  showWarningMessage: async (message: string) => {
+  showWarningMessage: async (message: string, ..._items: unknown[]) => {
     recorded.messages.push({ kind: "warning", message });
-    return undefined;
+    return answers.warnings.shift();
   },
   showErrorMessage: async (message: string) => {
     recorded.messages.push({ kind: "error", message });
@@ -224,12 +265,18 @@ export const window = {
     return run;
   },
   showTextDocument: async (doc: unknown) => doc,
+  createWebviewPanel: (viewType: string, title: string) => {
+    const p = new StubWebviewPanel(viewType, title);
+    panels.push(p);
+    return p;
+  },
 };
 
 const providers = new Map<string, { provideTextDocumentContent(uri: Uri): Promise<string> | string }>();
 
 export const workspace = {
   settings: {} as Record<string, unknown>,
+  workspaceFolders: undefined as { uri: Uri }[] | undefined,
   getConfiguration: (section: string) => ({
     get: <T>(key: string): T | undefined => workspace.settings[`${section}.${key}`] as T | undefined,
   }),
