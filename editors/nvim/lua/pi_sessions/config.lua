@@ -1,0 +1,77 @@
+-- Options: defaults merged with what the user passes to setup().
+local M = {}
+
+local FILTERS = { "default", "no-tools", "user-only", "labeled-only", "all" }
+M.filters = FILTERS
+
+local function default_cmd()
+  if vim.fn.executable("pi-server") == 1 then
+    return { "pi-server" }
+  end
+  return { "python3", "-m", "pi_server" }
+end
+
+--- The folders pi writes sessions to, as the server resolves them by default.
+function M.default_sessions_dirs()
+  local agent = vim.env.PI_CODING_AGENT_DIR
+  if agent and agent ~= "" then
+    return { vim.fs.joinpath(agent, "sessions") }
+  end
+  return { vim.fs.joinpath(vim.env.HOME or "~", ".pi", "agent", "sessions") }
+end
+
+M.defaults = {
+  cmd = nil, -- resolved lazily so PATH changes after setup() still count
+  cmd_env = nil, -- extra environment for the server process
+  sessions_dirs = nil, -- nil: the server's default (~/.pi/agent/sessions)
+  state_dir = nil, -- nil: the server's default state folder
+  filter = "default",
+  context_format = "agent",
+  page_size = 500, -- rows fetched per pi/getTree window
+  sidebar = { width = 60, position = "left" },
+  attach_jsonl = true, -- attach the client to session files for outline/diagnostics
+  keymaps = {
+    switch = "<CR>",
+    summarize = "s",
+    label = "L",
+    filter = "f",
+    search = "/",
+    fold = "za",
+    entry = "K",
+    yank = "y",
+    yank_format = "Y",
+    refresh = "r",
+    close = "q",
+  },
+}
+
+M.options = vim.deepcopy(M.defaults)
+
+function M.set(opts)
+  M.options = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  if type(M.options.sessions_dirs) == "string" then
+    M.options.sessions_dirs = { M.options.sessions_dirs }
+  end
+  return M.options
+end
+
+function M.cmd()
+  local cmd = M.options.cmd or default_cmd()
+  if type(cmd) == "string" then
+    cmd = vim.split(cmd, "%s+", { trimempty = true })
+  end
+  return cmd
+end
+
+--- Session roots to match .jsonl buffers against.
+function M.roots()
+  local dirs = M.options.sessions_dirs or M.default_sessions_dirs()
+  local out = {}
+  for _, d in ipairs(dirs) do
+    local p = vim.fs.normalize(vim.fn.fnamemodify(d, ":p"))
+    table.insert(out, (p:gsub("/$", "")))
+  end
+  return out
+end
+
+return M
