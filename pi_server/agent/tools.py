@@ -183,13 +183,19 @@ def _glob_match(rel: str, pattern: str) -> bool:
     return _glob_regex(pattern).match(target) is not None
 
 
-def tool_find(args: dict[str, Any], cwd: str) -> dict[str, Any]:
+def _search_args(args: dict[str, Any], cwd: str) -> tuple[str, str]:
+    """The pattern and the existing search root (inside the cwd) that find and grep both take."""
     pattern = args.get("pattern")
     if not isinstance(pattern, str):
         raise ToolError("pattern must be a string")
     root = resolve_in_cwd(args.get("path") or ".", cwd)
     if not os.path.exists(root):
         raise ToolError(f"Path not found: {root}")
+    return pattern, root
+
+
+def tool_find(args: dict[str, Any], cwd: str) -> dict[str, Any]:
+    pattern, root = _search_args(args, cwd)
     limit = int(args.get("limit") or 1000)
     hits: list[str] = []
     for f in _walk(root):
@@ -208,12 +214,7 @@ def tool_find(args: dict[str, Any], cwd: str) -> dict[str, Any]:
 
 
 def tool_grep(args: dict[str, Any], cwd: str) -> dict[str, Any]:
-    pattern = args.get("pattern")
-    if not isinstance(pattern, str):
-        raise ToolError("pattern must be a string")
-    root = resolve_in_cwd(args.get("path") or ".", cwd)
-    if not os.path.exists(root):
-        raise ToolError(f"Path not found: {root}")
+    pattern, root = _search_args(args, cwd)
     is_dir = os.path.isdir(root)
     flags = re.IGNORECASE if args.get("ignoreCase") else 0
     try:

@@ -1,6 +1,6 @@
 // What each command asks the user and sends the server. No vscode here: the prompts go through `Ui`,
 // so the flows run the same in the editor and in tests against a real server.
-import { oneLine } from "./format";
+import { contentText, oneLine } from "./format";
 import type {
   Cancel,
   CompactResult,
@@ -97,10 +97,7 @@ export async function fork(rpc: Rpc, ui: Ui, session: string, row: TreeRow): Pro
 }
 
 function messageText(entry: any): string {
-  const content = entry?.message?.content ?? entry?.content;
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.filter((c) => c?.type === "text").map((c) => c.text).join("\n");
-  return "";
+  return contentText(entry?.message?.content ?? entry?.content, "\n");
 }
 
 export async function setLabel(rpc: Rpc, ui: Ui, session: string, row: TreeRow): Promise<{ entryId: string; queued: boolean } | undefined> {

@@ -1,4 +1,5 @@
 // A chat on one session: its history at the leaf, then the turns pi-server runs, folded from pi's agent events.
+import { contentText as textOf } from "./format";
 import type { Rpc } from "./protocol";
 
 export interface ToolCall {
@@ -23,14 +24,6 @@ export interface AgentEventParams {
 
 type Block = { type: string; text?: string; thinking?: string; id?: string; name?: string; arguments?: unknown };
 
-function textOf(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .filter((b: Block) => b?.type === "text")
-    .map((b: Block) => b.text ?? "")
-    .join("");
-}
 
 export class ChatModel {
   items: ChatItem[] = [];

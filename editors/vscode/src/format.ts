@@ -77,3 +77,13 @@ export function rowLine(row: TreeRow): string {
 export function isToolRow(row: TreeRow): boolean {
   return row.role === "toolResult" || (row.role === "assistant" && row.title.startsWith("["));
 }
+
+/** The text blocks of a message's content (a string, or pi's content blocks), joined. */
+export function contentText(content: unknown, sep = ""): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((b) => b?.type === "text")
+    .map((b) => b.text ?? "")
+    .join(sep);
+}
