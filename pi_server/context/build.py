@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pi_server.jsutil import js_date_json
-from pi_server.store.index import COMPACTION, MODEL, THINKING, SessionIndex, setting_kind
+from pi_server.store.index import SessionIndex
+from pi_server.store.records import COMPACTION, MODEL, THINKING, setting_kind
 from pi_server.tree.paths import path_to
 
 

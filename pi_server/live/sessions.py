@@ -12,12 +12,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from pi_server.live.cache import IndexCache, fingerprint
-from pi_server.live.state import StateDir
-from pi_server.live.writer import WriteFailed, append_lines, migrate_in_place, new_id, new_session_file, now_iso
+from pi_server.store.cache import IndexCache, fingerprint
 from pi_server.store.content import join_text
 from pi_server.store.discovery import is_within, iter_session_files, matches, session_info
 from pi_server.store.index import NotASession, SessionIndex
+from pi_server.store.state import StateDir
+from pi_server.store.writer import WriteFailed, append_lines, migrate_in_place, new_id, new_session_file, now_iso
 from pi_server.tree.outline import Outline
 from pi_server.tree.paths import path_to
 

@@ -29,10 +29,10 @@ from pygls.protocol import (
 from pi_server import __version__
 from pi_server.live import sessions as live_errors
 from pi_server.live.sessions import Registry
-from pi_server.live.state import StateDir, default_state_dir
-from pi_server.live.writer import WriteFailed as CoreWriteFailed
 from pi_server.server import errors, params
 from pi_server.store.discovery import resolve_roots
+from pi_server.store.state import StateDir, default_state_dir
+from pi_server.store.writer import WriteFailed as CoreWriteFailed
 
 log = logging.getLogger("pi_server")
 P = TypeVar("P", bound=BaseModel)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 
 from pi_server.jsutil import js_date_ms
-from pi_server.store.index import Diagnostic, SessionIndex
+from pi_server.store.index import SessionIndex
+from pi_server.store.records import Diagnostic
 
 
 @dataclass
