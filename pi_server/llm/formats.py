@@ -16,15 +16,24 @@ FORMATS = ("agent", "llm", "anthropic", "openai")
 
 
 def _tokens(idx: SessionIndex, ctx: SessionContext) -> int:
-    """estimateTokens summed, each entry's estimate computed once per index."""
+    """estimateTokens summed; each message's estimate computed once per index.
+
+    A message is keyed by its entry, the context edit applied to it and its place
+    among the entry's messages (a compaction gives two).
+    """
     if ctx.positions is None:
         return estimate_total(ctx.messages)
     cache = idx.tokens
+    edits = ctx.edit_positions or [-1] * len(ctx.positions)
     total = 0
-    for pos, m in zip(ctx.positions, ctx.messages, strict=True):
-        t = cache.get(pos)
+    prev, k = -1, 0
+    for pos, edit, m in zip(ctx.positions, edits, ctx.messages, strict=True):
+        k = k + 1 if pos == prev else 0
+        prev = pos
+        key = (pos, edit, k)
+        t = cache.get(key)
         if t is None:
-            t = cache[pos] = estimate_tokens(m)
+            t = cache[key] = estimate_tokens(m)
         total += t
     return total
 

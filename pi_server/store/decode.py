@@ -102,7 +102,6 @@ def loads(raw: bytes) -> Any:
         return orjson.loads(raw.decode("utf-8", "replace").encode("utf-8"))
 
 
-
 UNSET: Any = object()
 MAX_RUN = 8 << 20  # bytes read in one call
 SLOW_TYPES = frozenset(("label", "session_info", "session"))

@@ -155,5 +155,3 @@ class EntryReader:
         if obj.get("type") == "message" and isinstance(msg, dict) and msg.get("role") == "hookMessage":
             msg["role"] = "custom"
         return obj
-
-

@@ -42,17 +42,6 @@ class Diagnostic:
     code: str
     message: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "line": self.line,
-            "offset": self.offset,
-            "length": self.length,
-            "severity": self.severity,
-            "code": self.code,
-            "message": self.message,
-        }
-
-
 
 
 @dataclass(slots=True)
@@ -63,5 +52,3 @@ class Header:
     cwd: str
     parent_session: str | None
     raw: dict[str, Any]
-
-
