@@ -10,6 +10,7 @@ from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.models import OPENAI_DEFAULT, anthropic_model
 from pi_server.llm.openai import convert_messages as openai_messages
 from pi_server.llm.tokens import estimate_tokens, estimate_total
+from pi_server.llm.transcript import system_at
 from pi_server.store.index import SessionIndex
 
 FORMATS = ("agent", "llm", "anthropic", "openai")
@@ -48,6 +49,7 @@ def context_result(
         "model": ctx.model,
         "thinkingLevel": ctx.thinking_level,
         "tokens": _tokens(idx, ctx),
+        "system": system_at(ctx.messages),
     }
     if fmt == "agent":
         out["messages"], out["entryIds"] = ctx.messages, ctx.entry_ids
