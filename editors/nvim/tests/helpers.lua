@@ -55,7 +55,7 @@ end
 function H.after()
   vim.ui.select, vim.ui.input, vim.notify = H.orig_select, H.orig_input, H.orig_notify
   local tree = require("pi_sessions.tree")
-  pcall(tree.close)
+  pcall(tree.close_all)
   local client = require("pi_sessions.client")
   local id = client.client_id()
   client.stop()
@@ -64,6 +64,7 @@ function H.after()
       return vim.lsp.get_client_by_id(id) == nil
     end, 20)
   end
+  vim.cmd("silent! tabonly!")
   vim.cmd("silent! only")
   vim.cmd("silent! %bwipeout!")
   if H.root then

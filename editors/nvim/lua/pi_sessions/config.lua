@@ -30,18 +30,19 @@ M.defaults = {
   page_size = 500, -- rows fetched per pi/getTree window
   sidebar = { width = 60, position = "left" },
   attach_jsonl = true, -- attach the client to session files for outline/diagnostics
+  -- key -> action name (see :help pi_sessions-actions); false drops a key
   keymaps = {
-    switch = "<CR>",
-    summarize = "s",
-    label = "L",
-    filter = "f",
-    search = "/",
-    fold = "za",
-    entry = "K",
-    yank = "y",
-    yank_format = "Y",
-    refresh = "r",
-    close = "q",
+    ["<CR>"] = "switch",
+    s = "summarize",
+    L = "label",
+    f = "filter",
+    ["/"] = "search",
+    za = "fold",
+    K = "entry",
+    y = "yank",
+    Y = "yank_format",
+    r = "refresh",
+    q = "close",
   },
 }
 
