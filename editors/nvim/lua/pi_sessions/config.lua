@@ -4,7 +4,8 @@ local M = {}
 local FILTERS = { "default", "no-tools", "user-only", "labeled-only", "all" }
 M.filters = FILTERS
 
-local function default_cmd()
+--- What runs the server when `cmd` is not set: pi-server on PATH first.
+function M.default_cmd()
   if vim.fn.executable("pi-server") == 1 then
     return { "pi-server" }
   end
@@ -57,7 +58,7 @@ function M.set(opts)
 end
 
 function M.cmd()
-  local cmd = M.options.cmd or default_cmd()
+  local cmd = M.options.cmd or M.default_cmd()
   if type(cmd) == "string" then
     cmd = vim.split(cmd, "%s+", { trimempty = true })
   end
