@@ -8,4 +8,4 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here/.."
 NVIM="${NVIM:-nvim}"
-exec timeout 300 "$NVIM" --headless -u NONE -i NONE -n -l tests/run.lua
+exec timeout 600 "$NVIM" --headless -u NONE -i NONE -n -l tests/run.lua

@@ -39,6 +39,11 @@ function M.on(method, fn)
   end
 end
 
+--- How many subscribers `method` has (the sidebars subscribe while open).
+function M.listener_count(method)
+  return #(listeners[method] or {})
+end
+
 local function emit(method, params)
   for _, fn in ipairs(vim.list_extend({}, listeners[method] or {})) do
     local ok, err = pcall(fn, params)

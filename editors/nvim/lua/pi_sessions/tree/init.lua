@@ -113,10 +113,11 @@ end
 
 local group = vim.api.nvim_create_augroup("pi_sessions_tree", { clear = true })
 
--- Tabs closed with their sidebar still registered: wipe what they left.
+-- Tabs closed with their sidebar still registered: wipe what they left
+-- (scheduled: during TabClosed the closed tab is still valid).
 vim.api.nvim_create_autocmd("TabClosed", {
   group = group,
-  callback = function()
+  callback = vim.schedule_wrap(function()
     for _, sb in ipairs(sidebar.all()) do
       if not vim.api.nvim_tabpage_is_valid(sb.tab) then
         sidebar.forget(sb)
@@ -125,7 +126,7 @@ vim.api.nvim_create_autocmd("TabClosed", {
         end
       end
     end
-  end,
+  end),
 })
 
 -- A new sidebar for the current tab: its buffer, keys and live updates.
