@@ -85,6 +85,26 @@ return {
     end, "the label written through the new key")
     H.idle()
   end },
+  { ":checkhealth names a key mapped to no action", function()
+    H.setup({ keymaps = { gx = "nope" } })
+    vim.cmd("silent checkhealth pi_sessions")
+    local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    H.truthy(text:find("keys mapped to no action: gx -> nope", 1, true), text)
+  end },
+  { "the help file documents the actions (:helptags)", function()
+    local tmp = H.root .. "/doc"
+    vim.fn.mkdir(tmp, "p")
+    vim.fn.writefile(vim.fn.readfile(H.plugin_dir .. "/doc/pi_sessions.txt"), tmp .. "/pi_sessions.txt")
+    vim.cmd("helptags " .. vim.fn.fnameescape(tmp))
+    local names = vim.tbl_map(function(l) return vim.split(l, "\t")[1] end, vim.fn.readfile(tmp .. "/tags"))
+    H.truthy(vim.tbl_contains(names, "pi_sessions-actions"), "tag pi_sessions-actions")
+    local text = table.concat(vim.fn.readfile(tmp .. "/pi_sessions.txt"), "\n")
+    for name, action in pairs(tree.actions) do
+      if type(action) == "table" then
+        H.truthy(text:find("`" .. name .. "`", 1, true), "action " .. name .. " documented")
+      end
+    end
+  end },
   { "keymaps written action = key still work", function()
     local resolved = keymaps.resolve(vim.tbl_extend("force", require("pi_sessions.config").defaults.keymaps, { label = "M", yank = false }))
     H.eq("label", resolved.M)
