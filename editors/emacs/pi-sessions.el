@@ -32,7 +32,7 @@
 (require 'seq)
 
 (defgroup pi-sessions nil
-  "pi's session files through pi-server."
+  "Session files of pi (the coding agent) through pi-server."
   :group 'tools
   :prefix "pi-sessions-")
 
@@ -63,9 +63,9 @@ initialization option; files outside them get no features."
                                          pi-sessions-directories)))))))
 
 (defun pi-sessions-roots ()
-  "The session folders, as directory names: `pi-sessions-directories',
-else pi-server's default ($PI_CODING_AGENT_DIR/sessions or
-~/.pi/agent/sessions)."
+  "The session folders, as directory names.
+They are `pi-sessions-directories', else pi-server's default
+\($PI_CODING_AGENT_DIR/sessions or ~/.pi/agent/sessions)."
   (mapcar (lambda (d) (file-name-as-directory (expand-file-name d)))
           (or pi-sessions-directories
               (let ((agent (getenv "PI_CODING_AGENT_DIR")))
@@ -74,8 +74,9 @@ else pi-server's default ($PI_CODING_AGENT_DIR/sessions or
                         "~/.pi/agent/sessions"))))))
 
 (defun pi-sessions-project (dir)
-  "A `project-find-functions' member: a folder under a session root belongs
-to that root, so one pi-server serves every session instead of one per
+  "The session root holding DIR, as a transient project, or nil.
+A member of `project-find-functions': every session under one root
+belongs to it, so one pi-server serves them all instead of one per
 project folder."
   (let ((dir (file-name-as-directory (expand-file-name dir))))
     (seq-some (lambda (root)
