@@ -32,6 +32,22 @@ return {
     H.truthy(out:find("No module named pygls", 1, true), "gives the server's own error: " .. out)
     H.truthy(out:find("0 passed, 1 failed", 1, true), out)
   end, timeout = 60000 },
+  { "the plugin shows why its server died: the last line of `cmd --version`", function()
+    local bin = H.root .. "/bin"
+    vim.fn.mkdir(bin, "p")
+    script(bin .. "/pi-server", "echo 'Traceback (most recent call last):' >&2\necho 'ModuleNotFoundError: No module named pygls' >&2\nexit 1")
+    H.setup({ cmd = { bin .. "/pi-server" } })
+    vim.cmd("PiSessions")
+    -- not H.wait: it stops at the first "exited" message, and this one follows it
+    local said = vim.wait(5000, function()
+      for _, e in ipairs(H.errors()) do
+        if e:find("--version` says: ModuleNotFoundError: No module named pygls", 1, true) then
+          return true
+        end
+      end
+    end, 20)
+    H.truthy(said, "the reason shown: " .. table.concat(H.errors(), "\n"))
+  end },
   { "a pi-server that answers --version but dies on start fails fast too", function()
     local bin = H.root .. "/bin"
     vim.fn.mkdir(bin, "p")

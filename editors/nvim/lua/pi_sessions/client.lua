@@ -116,6 +116,21 @@ local function send(method, params, cb)
   end
 end
 
+--- The server died before answering: its stderr went to the LSP log, so
+--- ask `cmd --version` what is wrong and show that too (an import error,
+--- a broken install).
+function M.explain_failure(cmd, env)
+  local argv = vim.list_extend(vim.deepcopy(cmd), { "--version" })
+  local ok = pcall(vim.system, argv, { text = true, env = env }, function(r)
+    local out = vim.trim(r.stderr or "")
+    if r.code ~= 0 and out ~= "" then
+      local lines = vim.split(out, "\n", { plain = true })
+      notify_error(("`%s --version` says: %s"):format(table.concat(cmd, " "), lines[#lines]))
+    end
+  end)
+  return ok
+end
+
 --- Start the server if it is not running. Returns false (with a message
 --- shown) when the command cannot be found, so callers never wait forever.
 function M.ensure()
@@ -147,6 +162,8 @@ function M.ensure()
     root = vim.fn.getcwd()
   end
   state.ready = false
+  -- a stop asked for earlier ended that client, not this one
+  M._stopping = false
   local client_config = {
     name = M.NAME,
     cmd = cmd,
@@ -178,6 +195,9 @@ function M.ensure()
         fail_all(msg)
         if not M._stopping then
           notify_error(msg)
+          if not was_ready then
+            M.explain_failure(cmd, opts.cmd_env)
+          end
         end
       else
         fail_all("pi-server stopped")
