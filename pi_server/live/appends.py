@@ -7,13 +7,16 @@ pi's own call takes an explicit parent (a branch summary, the leaf marker).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from pi_server.jsutil import js_trim
 from pi_server.live.session import LiveSession
 from pi_server.store.state import StateDir
 from pi_server.store.writer import append_lines, migrate_in_place, new_id, now_iso
 
 LEAF_MARKER = "pi-server/leaf"
+_LINE_BREAKS = re.compile(r"[\r\n]+")
 
 
 class SessionAppender:
@@ -39,7 +42,8 @@ class SessionAppender:
         return self._append_entry("label", self.live.leaf_id, **fields)
 
     def append_session_name(self, name: str) -> str:
-        return self._append_entry("session_info", self.live.leaf_id, name=name.strip())
+        """pi 1.6.0's appendSessionInfo: line breaks become one space, then the name is trimmed."""
+        return self._append_entry("session_info", self.live.leaf_id, name=js_trim(_LINE_BREAKS.sub(" ", name)))
 
     def append_branch_summary(self, branch_from: str | None, summary: str, details: dict[str, Any]) -> str:
         """pi's branchWithSummary: the summary hangs under the entry the branch continues from."""

@@ -78,14 +78,34 @@ def switch(
 
 
 def fork(live: LiveSession, leaf_id: str) -> str:
-    """pi's createBranchedSession: a new file holding only the path, labels re-created."""
+    """pi's createBranchedSession: a new file holding the path to `leaf_id`, labels re-created.
+
+    Label entries leave the path and what follows each is re-chained to the
+    entry before it; a compaction that kept from a label keeps from the entry
+    that replaced it.
+    """
     idx = live.index
     pos = entry_pos(live, leaf_id)
-    path = [e for e in idx.read_entries(path_to(idx, pos)) if e.get("type") != "label"]
+    path: list[dict[str, Any]] = []
+    replaced: dict[str, str] = {}  # label id -> the retained entry after it
+    pending: list[str] = []
+    parent: str | None = None
+    for e in idx.read_entries(path_to(idx, pos)):
+        if e.get("type") == "label":
+            pending.append(e.get("id"))  # type: ignore[arg-type]
+            continue
+        for label_id in pending:
+            replaced[label_id] = e.get("id")  # type: ignore[assignment]
+        pending.clear()
+        e = {**e, "parentId": parent}
+        if e.get("type") == "compaction" and e.get("firstKeptEntryId") != e.get("id"):
+            kept = e.get("firstKeptEntryId")
+            e["firstKeptEntryId"] = replaced.get(kept, kept) if isinstance(kept, str) else kept
+        path.append(e)
+        parent = e.get("id")
     on_path = {e.get("id") for e in path}
     taken = set(on_path)
     labels = []
-    parent = path[-1].get("id") if path else None
     for target, (label, ts) in idx.labels.items():
         if target in on_path:
             lid = new_id(taken)
@@ -94,5 +114,6 @@ def fork(live: LiveSession, leaf_id: str) -> str:
                 {"type": "label", "id": lid, "parentId": parent, "timestamp": ts, "targetId": target, "label": label}
             )
             parent = lid
-    header = {"cwd": idx.header.cwd if idx.header else "", "parentSession": idx.path}
+    cwd = idx.header.cwd if idx.header else ""
+    header = {"cwd": os.path.abspath(cwd) if cwd else cwd, "parentSession": os.path.abspath(idx.path)}
     return new_session_file(os.path.dirname(idx.path), header, path + labels)
