@@ -26,6 +26,8 @@ class SessionContext:
     positions: list[int] | None = None  # index positions of those entries, when built from an index
     edits: list[int] | None = None  # per message: the context edit applied to it (index into the path, -1: none)
     edit_positions: list[int] | None = None  # the same as index positions, when built from an index
+    edits_in_force: dict[Any, int] | None = None  # target id -> its latest edit on the path (index into the path)
+    selected: list[int] | None = None  # the context entries (indexes into the path)
 
 
 def _summary_message(role: str, e: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -153,7 +155,16 @@ def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
             ids.append(e.get("id"))  # type: ignore[arg-type]
             sources.append(i)
             edit_of.append(edit)
-    return SessionContext(messages, ids, settings.model, settings.thinking_level, sources, edits=edit_of)
+    return SessionContext(
+        messages,
+        ids,
+        settings.model,
+        settings.thinking_level,
+        sources,
+        edits=edit_of,
+        edits_in_force=edits,
+        selected=selected,
+    )
 
 
 _PRODUCES = frozenset(("message", "custom_message", "branch_summary", "context_edit"))
@@ -175,6 +186,8 @@ def build_context(idx: SessionIndex, leaf_id: str | None, *, before_first: bool 
     ctx = context_for_path(idx.cached_entries(chosen))
     ctx.positions = [chosen[i] for i in ctx.sources]
     ctx.edit_positions = [chosen[i] if i >= 0 else -1 for i in ctx.edits or ()]
+    ctx.edits_in_force = {t: chosen[i] for t, i in (ctx.edits_in_force or {}).items()}
+    ctx.selected = [chosen[i] for i in ctx.selected or ()]
     ctx.entry_ids = [idx.ids[p] for p in ctx.positions]
     return ctx
 

@@ -11,9 +11,11 @@ import re
 from typing import Any
 
 from pi_server.jsutil import js_trim
+from pi_server.live.errors import EntryNotFound, Refused
 from pi_server.live.session import LiveSession
 from pi_server.store.state import StateDir
 from pi_server.store.writer import append_lines, migrate_in_place, new_id, now_iso
+from pi_server.tree.paths import path_to
 
 LEAF_MARKER = "pi-server/leaf"
 _LINE_BREAKS = re.compile(r"[\r\n]+")
@@ -62,6 +64,11 @@ class SessionAppender:
             details=details,
         )
 
+    def append_context_edit(self, target_id: str, replacement: dict[str, Any] | None) -> str:
+        """pi 1.6.0's appendContextEdit (see `checked_edit`)."""
+        replacement = checked_edit(self.live, target_id, replacement)
+        return self._append_entry("context_edit", self.live.leaf_id, targetId=target_id, replacement=replacement)
+
     def append_leaf_marker(self, leaf_id: str | None) -> str:
         """A custom entry under the chosen leaf, so `pi --resume` continues there."""
         return self._append_entry("custom", leaf_id, customType=LEAF_MARKER, data={"leafId": leaf_id})
@@ -76,3 +83,24 @@ class SessionAppender:
         self.live.leaf_id, self.live.explicit = idx.last_id, False
         self.state.forget_leaf(idx.path)
         return entry["id"]
+
+
+def checked_edit(live: LiveSession, target_id: str, replacement: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What pi 1.6.0's appendContextEdit accepts: omit (None) or replace the content of a
+    user/assistant/toolResult message or a custom message on the active branch. Returns the
+    replacement as stored (a string for an assistant or tool result becomes one text block)."""
+    if replacement is not None and not isinstance(replacement.get("content"), str | list):
+        raise Refused("Context edit replacement must be null or contain string/array content")
+    idx = live.index
+    pos = idx.by_id.get(target_id)
+    if pos is None:
+        raise EntryNotFound(f"Entry {target_id} not found")
+    leaf = idx.by_id.get(live.leaf_id) if live.leaf_id is not None else None
+    if leaf is None or pos not in path_to(idx, leaf):
+        raise Refused(f"Entry {target_id} is not on the active branch")
+    etype, role = idx.types[pos], idx.roles[pos]
+    if not (etype == "custom_message" or (etype == "message" and role in ("user", "assistant", "toolResult"))):
+        raise Refused(f"Entry {target_id} does not contribute editable model content")
+    if replacement is not None and role in ("assistant", "toolResult") and isinstance(replacement["content"], str):
+        return {"content": [{"type": "text", "text": replacement["content"]}]}
+    return replacement

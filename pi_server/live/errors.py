@@ -13,3 +13,7 @@ class EntryNotFound(Exception):
 
 class OutsideRoots(Exception):
     pass
+
+
+class Refused(Exception):
+    """A write pi itself would refuse (the message is pi's reason)."""

@@ -44,7 +44,12 @@ class LeafOp(msgspec.Struct, tag="leaf", tag_field="op"):
     leafId: str | None
 
 
-Op = LabelOp | NameOp | SummaryOp | CompactionOp | LeafOp
+class EditOp(msgspec.Struct, tag="context_edit", tag_field="op"):
+    targetId: str
+    replacement: dict[str, Any] | None
+
+
+Op = LabelOp | NameOp | SummaryOp | CompactionOp | LeafOp | EditOp
 _OLD_SUMMARY_LABEL = "<the summary entry>"  # how earlier versions queued a label on a summary
 
 
@@ -66,6 +71,8 @@ def apply(op: Op, appender: SessionAppender) -> list[str]:
         return ids
     if isinstance(op, CompactionOp):
         return [appender.append_compaction(op.summary, op.firstKeptEntryId, op.tokensBefore, op.details)]
+    if isinstance(op, EditOp):
+        return [appender.append_context_edit(op.targetId, op.replacement)]
     return [appender.append_leaf_marker(op.leafId)]
 
 

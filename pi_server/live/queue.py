@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from pi_server.live import ops as oplib
 from pi_server.live.appends import SessionAppender
-from pi_server.live.errors import EntryNotFound
+from pi_server.live.errors import EntryNotFound, Refused
 from pi_server.live.session import LiveSession
 from pi_server.store.state import StateDir
 
@@ -40,8 +40,8 @@ def flush(state: StateDir, live: LiveSession) -> list[str]:
     while rest:
         try:
             oplib.apply(rest[0], appender)
-        except EntryNotFound:
-            pass  # its target is gone (file rewritten): drop it
+        except (EntryNotFound, Refused):
+            pass  # its target is gone (file rewritten) or no longer on the branch: drop it
         rest.pop(0)
         state.set_pending(live.path, oplib.encode(rest))
     return appender.appended

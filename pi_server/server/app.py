@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pi_server.server import rpc
 from pi_server.server.base import PiServer, ServerOptions, converter_factory
-from pi_server.server.methods import agent, documents, lifecycle, sessions, summaries, writes
+from pi_server.server.methods import agent, documents, edits, lifecycle, sessions, summaries, writes
 
 # importing a method module registers its methods in the table
-_METHOD_MODULES = (lifecycle, sessions, writes, summaries, agent, documents)
+_METHOD_MODULES = (lifecycle, sessions, writes, edits, summaries, agent, documents)
 
 __all__ = ["PiServer", "ServerOptions", "converter_factory", "create_server"]
 

@@ -95,6 +95,8 @@ class PiServer(LanguageServer):
             raise errors.EntryNotFound(str(e)) from None
         except live_errors.OutsideRoots as e:
             raise errors.OutsideRoots(str(e)) from None
+        except live_errors.Refused as e:
+            raise errors.InvalidParams(str(e)) from None
         except CoreWriteFailed as e:
             raise errors.WriteFailed(str(e)) from None
         except OSError as e:
