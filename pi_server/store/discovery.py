@@ -117,7 +117,9 @@ def list_sessions(
     limit: int | None = None,
     cache: dict[str, SessionIndex] | None = None,
 ) -> list[dict[str, Any]]:
-    """SessionInfo for every session under the roots, newest `modified` first."""
+    """SessionInfo for every session under the roots, newest `modified` first; with `cwd`,
+    only the sessions whose header names that directory."""
+    want_cwd = resolve_cwd(cwd) if cwd is not None else None
     out = []
     for path in iter_session_files(roots):
         idx = cache.get(path) if cache is not None else None
@@ -130,10 +132,29 @@ def list_sessions(
                 idx.refresh()
         except (NotASession, OSError):
             continue
-        if cwd is not None and idx.header is not None and idx.header.cwd != cwd:
+        if want_cwd is not None and idx.header is not None and not _same_cwd(idx.header.cwd, want_cwd):
             continue
         if not matches(idx, query):
             continue
         out.append(session_info(idx))
+    # pi 1.6.0 reads a directory's files by name, descending, then sorts stably by `modified`
+    out.sort(key=lambda s: _name_key(os.path.basename(s["session"])), reverse=True)
     out.sort(key=lambda s: s["modified"], reverse=True)
     return out[:limit] if limit is not None else out
+
+
+def resolve_cwd(p: str) -> str:
+    """pi's resolvePath: `~` expanded, made absolute and normalized."""
+    if p == "~" or p.startswith("~/"):
+        p = os.path.join(os.path.expanduser("~"), p[2:])
+    return os.path.abspath(p)
+
+
+def _same_cwd(header_cwd: Any, resolved: str) -> bool:
+    """pi 1.6.0's list(cwd, dir): a session belongs to the cwd its header names, resolved."""
+    return isinstance(header_cwd, str) and header_cwd != "" and resolve_cwd(header_cwd) == resolved
+
+
+def _name_key(name: str) -> tuple[str, str]:
+    """Close to pi's localeCompare for file names: letters without case first, then lower before upper."""
+    return name.casefold(), name.swapcase()
