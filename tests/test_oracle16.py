@@ -10,15 +10,21 @@ the provider bodies pi-ai 1.6.0 builds); they must fail until then.
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Any
 
 import pi16_compare as cmp
 import pytest
-from conftest import load_json
+from conftest import ROOT, load_json, run_oracle
 
 from pi_server.llm.anthropic import request_body
+from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.models import ANTHROPIC, OPENAI_DEFAULT
 from pi_server.llm.openai import convert_messages as openai_messages
+from pi_server.llm.tokens import estimate_total
+from pi_server.store.discovery import session_info
+from pi_server.store.index import SessionIndex
+from pi_server.tree.outline import Outline, get_tree
 
 PENDING = "issue 11: context projection pending"
 
@@ -136,3 +142,30 @@ def test_openai_messages_equal_pi16(oracle16: dict[str, Any]) -> None:
             bad.append((where, "messages"))
     assert n > 1000
     assert not bad, _report(n, bad)
+
+
+@pytest.mark.parametrize("name", ["01-agent-session.jsonl", "recorded/agent-turns-1.6.0.jsonl"])
+def test_context16_script_answers_for_one_leaf(name: str, tmp_path) -> None:
+    """tests/oracle/context16.mjs (pi 1.6.0's answers for one file and leaf) agrees with us
+    where our side is built: tokens, convertToLlm, /tree rows of every filter, SessionInfo."""
+    file = tmp_path / os.path.basename(name)
+    shutil.copyfile(ROOT / "tests" / "fixtures" / "pi16" / name, file)
+    idx = SessionIndex.open(str(file))
+    leaf = idx.ids[len(idx) // 2]
+    pi = run_oracle("context16.mjs", str(file), {"leaf": leaf}, pi16=True)
+    assert pi["leafId"] == leaf
+    assert estimate_total(pi["agent"]) == pi["tokens"]
+    assert convert_to_llm(pi["agent"])[0] == pi["llm"]
+    assert set(pi["anthropic"]) == {"claude-sonnet-4-5", "claude-opus-5"}
+    assert all("body" in b for b in pi["anthropic"].values())
+    outline = Outline(idx)
+    for filt, rows in pi["tree"].items():
+        ours = get_tree(outline, leaf, filt)["rows"]
+        want = [(r["id"], r["indent"], r["connector"], r["gutters"], r["title"]) for r in rows]
+        assert [(r["id"], r["indent"], r["connector"], r["gutters"], r["title"]) for r in ours] == want, filt
+    info = session_info(idx)
+    assert (info["messageCount"], info["firstMessage"], info["modified"]) == (
+        pi["sessionInfo"]["messageCount"],
+        pi["sessionInfo"]["firstMessage"],
+        pi["sessionInfo"]["modified"],
+    )
