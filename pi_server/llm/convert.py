@@ -1,4 +1,4 @@
-"""pi's convertToLlm: agent messages → the user/assistant/toolResult messages a model sees."""
+"""pi's convertToLlm: agent messages → the system/user/assistant/toolResult messages a model sees."""
 
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ def convert_to_llm(messages: list[dict[str, Any]], entry_ids: list[str] | None =
             r = _with_ts(
                 m, [{"type": "text", "text": COMPACTION_PREFIX + js_string(m.get("summary")) + COMPACTION_SUFFIX}]
             )
-        elif role in ("user", "assistant", "toolResult"):
-            r = m
+        elif role in ("system", "user", "assistant", "toolResult"):
+            r = m  # pi 1.6.0 keeps system messages in place; providers fold or send them
         else:
             r = None
         if r is not None:

@@ -117,18 +117,22 @@ def list_sessions(
     limit: int | None = None,
     describe: Callable[[str, str | None], dict[str, Any] | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """SessionInfo for every session under the roots matching `query`, newest `modified` first.
+    """SessionInfo for every session under the roots matching `query`, newest `modified` first;
+    with `cwd`, only the sessions whose header names that directory.
 
     `describe(path, query)` gives one file's SessionInfo, or None to leave it out
     (not a session, or no match); by default each file is indexed afresh.
     """
     describe = describe or _describe_fresh
+    want_cwd = resolve_cwd(cwd) if cwd is not None else None
     out = []
     for path in iter_session_files(roots):
         info = describe(path, query)
-        if info is None or (cwd is not None and info["cwd"] != cwd):
+        if info is None or (want_cwd is not None and not _same_cwd(info["cwd"], want_cwd)):
             continue
         out.append(info)
+    # pi 1.6.0 reads a directory's files by name, descending, then sorts stably by `modified`
+    out.sort(key=lambda s: _name_key(os.path.basename(s["session"])), reverse=True)
     out.sort(key=lambda s: s["modified"], reverse=True)
     return out[:limit] if limit is not None else out
 
@@ -139,3 +143,20 @@ def _describe_fresh(path: str, query: str | None) -> dict[str, Any] | None:
     except (NotASession, OSError):
         return None
     return session_info(idx) if matches(idx, query) else None
+
+
+def resolve_cwd(p: str) -> str:
+    """pi's resolvePath: `~` expanded, made absolute and normalized."""
+    if p == "~" or p.startswith("~/"):
+        p = os.path.join(os.path.expanduser("~"), p[2:])
+    return os.path.abspath(p)
+
+
+def _same_cwd(header_cwd: Any, resolved: str) -> bool:
+    """pi 1.6.0's list(cwd, dir): a session belongs to the cwd its header names, resolved."""
+    return isinstance(header_cwd, str) and header_cwd != "" and resolve_cwd(header_cwd) == resolved
+
+
+def _name_key(name: str) -> tuple[str, str]:
+    """Close to pi's localeCompare for file names: letters without case first, then lower before upper."""
+    return name.casefold(), name.swapcase()

@@ -19,7 +19,8 @@ from pi_server.tree import titles
 from pi_server.tree.paths import Tree, build_tree
 
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
-_SETTINGS = frozenset(("label", "custom", "model_change", "thinking_level_change", "session_info"))
+# bookkeeping entries the default and no-tools filters hide (pi 1.6.0 adds context_edit)
+_SETTINGS = frozenset(("label", "context_edit", "custom", "model_change", "thinking_level_change", "session_info"))
 
 
 @dataclass(slots=True)
@@ -114,7 +115,7 @@ class Outline:
         self._check()
         if self._search is None:
             idx = self.idx
-            entries = idx.read_entries(list(range(len(idx))), light=True)
+            entries = read_for_titles(idx, list(range(len(idx))))
             self._search = [titles.search_text(e, idx.label_of(idx.ids[p])).lower() for p, e in enumerate(entries)]
         return self._search
 
@@ -177,6 +178,8 @@ class Outline:
         out: list[int] = []
         for pos in order:
             t = types[pos]
+            if t == "usage":
+                continue  # pi 1.6.0 hides usage entries in every filter
             role = roles[pos]
             if t == "message" and role == "assistant" and pos != leaf:
                 if not flags[pos] & (F_ASSISTANT_TEXT | F_ERRORISH):
@@ -208,6 +211,18 @@ class Outline:
             if skip:
                 out = [pos for pos in out if ids[pos] not in skip]
         return out
+
+
+def read_for_titles(idx: SessionIndex, positions: list[int]) -> list[dict[str, Any]]:
+    """The entries' title and search fields. The index's light read knows pi 0.73's entries;
+    a context_edit (pi 1.6.0) is read whole for its targetId and replacement."""
+    entries = idx.read_entries(positions, light=True)
+    types = idx.types
+    edits = [i for i, p in enumerate(positions) if types[p] == "context_edit"]
+    if edits:
+        for i, e in zip(edits, idx.read_entries([positions[i] for i in edits]), strict=True):
+            entries[i] = e
+    return entries
 
 
 def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
@@ -299,7 +314,7 @@ def get_tree(
     end = total if limit is None else min(total, offset + max(0, limit))
     window = list(range(offset, end))
     positions = [lay.rows[r] for r in window]
-    entries = idx.read_entries(positions, light=True)
+    entries = read_for_titles(idx, positions)
     order, active = outline.flat(leaf)
     tool_titles = outline.tool_titles(entries, order)
     rows = []

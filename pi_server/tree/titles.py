@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
+import posixpath
+import re
 from typing import Any
 
-from pi_server.jsutil import js_string, js_stringify, js_trim, u16len, u16slice
+from pi_server.jsutil import js_number, js_string, js_stringify, js_trim, u16len, u16slice
 from pi_server.store.content import block_fields as _block
 
 _MAX = 200  # pi's tree selector looks at the first 200 characters of a message
@@ -35,11 +38,22 @@ def _home() -> str:
     return os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
 
 
+def _resolve(p: str) -> str:
+    """node's path.posix.resolve for an absolute path (no file system access)."""
+    out = posixpath.normpath(p)
+    return "/" + out.lstrip("/") if out.startswith("//") else out
+
+
 def _short(p: str) -> str:
+    """pi 1.6.0's shortenHomePath: only absolute paths at or under HOME, normalized."""
     home = _home()
-    if home and p.startswith(home):
-        return "~" + p[len(home) :]
-    return p
+    if not home or not p.startswith("/"):
+        return p
+    key, hkey = _resolve(p), _resolve(home if home.startswith("/") else os.path.join(os.getcwd(), home))
+    if key != hkey and not key.startswith(hkey if hkey.endswith("/") else hkey + "/"):
+        return p
+    rel = posixpath.relpath(key, hkey)
+    return "~" if rel == "." else "~/" + rel
 
 
 def _js_str(v: Any) -> str:
@@ -64,13 +78,7 @@ def tool_call_title(name: Any, args: Any) -> str:
     if n in ("read", "write", "edit") and isinstance(args, dict):
         path = _short(_or(args, "path", "file_path"))
         if n == "read":
-            offset, limit = get("offset"), get("limit")
-            if offset is not None or limit is not None:
-                start = offset if offset is not None else 1
-                end = ""
-                if limit is not None and _num(start) and _num(limit) and start + limit - 1 != 0:
-                    end = "-" + js_stringify(start + limit - 1)
-                path += f":{_js_str(start)}{end}"
+            path += read_line_range(get("offset"), get("limit"))
         return f"[{n}: {path}]"
     if n == "bash" and isinstance(args, dict):
         raw = _or(args, "command")
@@ -88,6 +96,50 @@ def tool_call_title(name: Any, args: Any) -> str:
 
 def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+_JS_DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
+_JS_RADIX = {"x": 16, "o": 8, "b": 2}
+
+
+def _js_to_number(s: str) -> float:
+    """JavaScript's Number(string); NaN when it is not a numeric literal."""
+    t = js_trim(s)
+    if not t:
+        return 0.0
+    if len(t) > 2 and t[0] == "0" and t[1].lower() in _JS_RADIX:
+        try:
+            return float(int(t[2:], _JS_RADIX[t[1].lower()]))
+        except ValueError:
+            return math.nan
+    if _JS_DECIMAL.fullmatch(t):
+        return float(t.replace("Infinity", "inf"))
+    return math.nan
+
+
+def _line_number(v: Any) -> float | None:
+    """pi's parseLineNumber: finite numbers, numeric strings converted."""
+    if isinstance(v, str) and js_trim(v) != "":
+        v = _js_to_number(v)
+    if _num(v) and math.isfinite(v):
+        return v
+    return None
+
+
+def read_line_range(offset: Any, limit: Any) -> str:
+    """pi 1.6.0's formatReadLineRange: `:start` or `:start-end`, nothing for malformed ranges."""
+    if offset is None and limit is None:
+        return ""
+    start = 1 if offset is None else _line_number(offset)
+    if start is None:
+        return ""
+    if limit is None:
+        return f":{js_number(start)}"
+    count = _line_number(limit)
+    if count is None:
+        return ""
+    end = start + count - 1
+    return f":{js_number(start)}{'-' + js_number(end) if end and end == end else ''}"
 
 
 def display_title(entry: dict[str, Any], tool_titles: dict[str, str]) -> str:
@@ -144,6 +196,9 @@ def display_title(entry: dict[str, Any], tool_titles: dict[str, str]) -> str:
     if t == "custom":
         v = entry.get("customType")
         return f"[custom: {'undefined' if v is None else _js_str(v)}]"
+    if t == "context_edit":
+        target = _js_str(entry["targetId"]) if "targetId" in entry else "undefined"
+        return f"[context {_edit_kind(entry)}: {target}]"
     if t == "label":
         v = entry.get("label")
         return f"[label: {'(cleared)' if v is None else _js_str(v)}]"
@@ -190,9 +245,16 @@ def search_text(entry: dict[str, Any], label: str | None) -> str:
         parts += ["thinking", _j(entry.get("thinkingLevel"))]
     elif t == "custom":
         parts += ["custom", _j(entry.get("customType"))]
+    elif t == "context_edit":
+        parts += ["context edit", _edit_kind(entry), _j(entry.get("targetId"))]
     elif t == "label":
         parts += ["label", _j(entry.get("label"))]
     return " ".join(parts)
+
+
+def _edit_kind(entry: dict[str, Any]) -> str:
+    """pi tests `replacement === null`: a missing replacement reads as a replace."""
+    return "omit" if "replacement" in entry and entry["replacement"] is None else "replace"
 
 
 def _j(v: Any) -> str:

@@ -8,8 +8,14 @@
 //      tree-selector outlines, session list info) as <name>.expected.json,
 //   3. do the same for migrated copies of /work/shared/fixtures/pi/*.jsonl.
 //
-// Usage: node tests/oracle/generate.mjs OUTDIR [--seed N] [--count K]
+// Usage: node tests/oracle/generate.mjs OUTDIR [--seed N] [--count K] [--pi 1.6 [--old DIR]]
 // See tests/oracle/README.md for the output schema.
+//
+// With `--pi 1.6` the oracle is pi 1.6.0 (@earendil-works/pi-coding-agent, node >= 22.19):
+// the generated sessions also hold the entries only 1.6.0 writes (system messages,
+// context edits, usage entries, retain-none compactions...), the files written by
+// pi 1.6.0 in tests/fixtures/pi16 are cases too, and `--old DIR` adds the sessions of
+// a 0.73.1 oracle run (its OUTDIR) read by 1.6.0.
 
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -32,12 +38,34 @@ const FIXTURES_DIR = "/work/shared/fixtures/pi";
 const MISSING_LEAF = "__missing__";
 const RENDER_WIDTH = 100000;
 
-const pi = await import("@mariozechner/pi-coding-agent");
-const piAi = await import("@mariozechner/pi-ai");
-const { streamSimpleAnthropic } = await import("@mariozechner/pi-ai/anthropic");
-const { streamSimpleOpenAICompletions } = await import("@mariozechner/pi-ai/openai-completions");
+const PI16 = process.argv.includes("--pi") && process.argv[process.argv.indexOf("--pi") + 1] === "1.6";
+const PI_PACKAGE = PI16 ? "@earendil-works/pi-coding-agent" : "@mariozechner/pi-coding-agent";
+const PI_AI_PACKAGE = PI16 ? "@earendil-works/pi-ai" : "@mariozechner/pi-ai";
+const ORACLE_DIR = path.dirname(fileURLToPath(import.meta.url));
+const PI16_FIXTURES_DIR = path.resolve(ORACLE_DIR, "..", "fixtures", "pi16");
+
+const pi = await import(PI_PACKAGE);
 const { SessionManager, buildSessionContext, convertToLlm, estimateTokens, TreeSelectorComponent, initTheme } = pi;
-const { getModel } = piAi;
+let streamSimpleAnthropic;
+let streamSimpleOpenAICompletions;
+let getModel;
+// 0.73.1's context builder, to flag the contexts where 1.6.0 builds another one
+let buildSessionContext073 = null;
+if (PI16) {
+	streamSimpleAnthropic = (await import("@earendil-works/pi-ai/api/anthropic-messages")).streamSimple;
+	streamSimpleOpenAICompletions = (await import("@earendil-works/pi-ai/api/openai-completions")).streamSimple;
+	const { ANTHROPIC_MODELS } = await import("@earendil-works/pi-ai/providers/anthropic.models");
+	const { OPENAI_MODELS } = await import("@earendil-works/pi-ai/providers/openai.models");
+	const catalogs = { anthropic: ANTHROPIC_MODELS, openai: OPENAI_MODELS };
+	getModel = (provider, id) => catalogs[provider]?.[id];
+	buildSessionContext073 = (await import("@mariozechner/pi-coding-agent")).buildSessionContext;
+} else {
+	streamSimpleAnthropic = (await import("@mariozechner/pi-ai/anthropic")).streamSimpleAnthropic;
+	streamSimpleOpenAICompletions = (await import("@mariozechner/pi-ai/openai-completions")).streamSimpleOpenAICompletions;
+	getModel = (await import("@mariozechner/pi-ai")).getModel;
+}
+// pi 1.6.0: one Anthropic model without mid-conversation system messages, one with them
+const ANTHROPIC_KINDS = ["claude-sonnet-4-5", "claude-opus-5"];
 
 let stripAnsi;
 try {
@@ -64,10 +92,12 @@ function readPkgVersion(name) {
 // CLI
 // ---------------------------------------------------------------------------
 function parseArgs(argv) {
-	const out = { outdir: null, seed: 1, count: 12 };
+	const out = { outdir: null, seed: 1, count: 12, old: null };
 	for (let i = 0; i < argv.length; i++) {
 		const a = argv[i];
-		if (a === "--seed") out.seed = Number(argv[++i]);
+		if (a === "--pi") i++;
+		else if (a === "--old") out.old = path.resolve(argv[++i]);
+		else if (a === "--seed") out.seed = Number(argv[++i]);
 		else if (a.startsWith("--seed=")) out.seed = Number(a.slice(7));
 		else if (a === "--count") out.count = Number(argv[++i]);
 		else if (a.startsWith("--count=")) out.count = Number(a.slice(8));
@@ -254,6 +284,8 @@ const MODELS = [
 	{ provider: "openai", model: "gpt-4o", api: "openai-completions" },
 	{ provider: "google", model: "gemini-2.5-pro", api: "google-generative-ai" },
 ];
+// 1.6.0 sessions also name a model with mid-conversation system messages
+const MODEL_CHOICES = PI16 ? [...MODELS, { provider: "anthropic", model: "claude-opus-5", api: "anthropic-messages" }] : MODELS;
 const THINKING_LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh"];
 const TOOLS = ["read", "write", "edit", "bash", "grep", "find", "ls", "web_search", "mcp__github__create_issue"];
 
@@ -363,6 +395,63 @@ function encodeCwd(cwd) {
 	return `--${cwd.replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`;
 }
 
+// ---------------------------------------------------------------------------
+// pi 1.6.0 system messages: the full prompt + tools, then patches
+// ---------------------------------------------------------------------------
+const TOOL_DECLS = [
+	{ name: "read", description: "Read file contents", parameters: { type: "object", properties: { path: { type: "string", description: "Path to the file" }, offset: { type: "number" }, limit: { type: "number" } }, required: ["path"] }, constrainedSampling: true },
+	{ name: "bash", description: "Execute a bash command in the current working directory.", parameters: { type: "object", properties: { command: { type: "string" }, timeout: { type: "number" } }, required: ["command"] } },
+	{ name: "edit", description: "Edit a file by replacing exact text — ünïcode 🚀", parameters: { type: "object", properties: { path: { type: "string" }, edits: { type: "array", items: { type: "object" } } }, required: ["path", "edits"] } },
+	{ name: "write", description: "Write content to a file", parameters: { type: "object", properties: { path: { type: "string" }, content: { type: "string" } }, required: ["path", "content"] } },
+	{ name: "web_search", description: "Search the web", parameters: { type: "object", properties: { query: { type: "string" } }, required: ["query"] } },
+];
+
+function fullSystemMessage(rng, cwd, timestamp) {
+	const tools = rng.shuffle(TOOL_DECLS).slice(0, rng.int(2, TOOL_DECLS.length));
+	const sections = {
+		preamble: "You are a coding assistant running inside pi, a coding agent harness. Help users inspect files, run commands, and modify code.",
+		tools: `<tools>\n${tools.map((t) => `- ${t.name}: ${t.description}`).join("\n")}\n</tools>`,
+		rules: `<rules>\n- ${sentence(rng, 6)}\n- ${sentence(rng, 5)}\n</rules>`,
+	};
+	if (rng.chance(0.6)) sections.docs = "<docs>\nMain documentation: /opt/pi/README.md\n</docs>";
+	if (rng.chance(0.4)) sections.project_context = `<project_context>\n${genText(rng, "systemSection")}\n</project_context>`;
+	if (rng.chance(0.4)) sections.skills = "<skills>\nnone\n</skills>";
+	sections.cwd = `<cwd>\n${cwd}\n</cwd>`;
+	mark("system:full");
+	return { role: "system", content: "", sections, toolsAdded: tools, timestamp };
+}
+
+function patchSystemMessage(rng, tools, timestamp) {
+	const msg = { role: "system", content: "", timestamp };
+	const kind = choose(rng, "systemPatch", ["section", "remove-section", "tools", "content", "mixed"]);
+	if (kind === "section" || kind === "mixed")
+		msg.sections = { [rng.pick(["skills", "rules", "addendum", "custom_notes"])]: `<skills>\n${sentence(rng, 4)}\n</skills>` };
+	if (kind === "remove-section") msg.sections = { [rng.pick(["cwd", "docs", "skills", "no_such_section"])]: null };
+	if (kind === "tools" || kind === "mixed") {
+		const present = TOOL_DECLS.filter((t) => tools.has(t.name));
+		const absent = TOOL_DECLS.filter((t) => !tools.has(t.name));
+		if (present.length > 0 && rng.chance(0.6)) {
+			const gone = rng.pick(present);
+			msg.toolsRemoved = [{ name: gone.name }];
+			tools.delete(gone.name);
+			if (rng.chance(0.3)) {
+				// a changed definition: removal + addition of the same name
+				msg.toolsAdded = [{ ...gone, description: `${gone.description} (v2)` }];
+				tools.add(gone.name);
+			}
+		}
+		if (absent.length > 0 && !msg.toolsAdded) {
+			const added = rng.pick(absent);
+			msg.toolsAdded = [added];
+			tools.add(added.name);
+		}
+	}
+	if (kind === "content" || kind === "mixed" || (!msg.sections && !msg.toolsAdded && !msg.toolsRemoved))
+		msg.content = rng.chance(0.8) ? genText(rng, "systemContent") : [{ type: "text", text: genText(rng, "systemContent") }];
+	mark(`system:${kind}`);
+	return msg;
+}
+
 function generateSession(rng, idx, outdir) {
 	const cwd = CWDS[idx % CWDS.length];
 	const dir = path.join(outdir, "sessions", encodeCwd(cwd));
@@ -371,11 +460,14 @@ function generateSession(rng, idx, outdir) {
 
 	let clock = Date.UTC(2026, 0, 1) + idx * 86400000 + rng.int(0, 3600000);
 	const now = () => (clock += rng.int(200, 90000));
-	let model = rng.pick(MODELS);
+	let model = rng.pick(MODEL_CHOICES);
 	let pendingCalls = []; // tool calls on the current leaf awaiting results
 	const usedCallIds = [];
 	const labeled = new Set();
-	const target = rng.int(20, 146); // an assistant turn adds up to 4 entries -> 20..149 total
+	// an assistant turn adds up to 4 entries -> 20..149 total; one 1.6.0 file is long
+	const target = PI16 && idx === 0 ? 1100 : rng.int(20, 146);
+	const tools = new Set(); // tool names the replayed system message declares (1.6.0)
+	let hasSystem = false;
 	let hasAssistant = false;
 
 	const allIds = () => sm.getEntries().map((e) => e.id);
@@ -394,7 +486,7 @@ function generateSession(rng, idx, outdir) {
 	};
 
 	const appendAssistant = (forceText = false) => {
-		if (rng.chance(0.15)) model = rng.pick(MODELS);
+		if (rng.chance(0.15)) model = rng.pick(MODEL_CHOICES);
 		mark(`model:${model.provider}/${model.model}`);
 		const content = [];
 		const thinkingKind = forceText ? "none" : choose(rng, "thinking", ["none", "none", "signed", "unsigned", "empty", "redacted"]);
@@ -461,6 +553,11 @@ function generateSession(rng, idx, outdir) {
 			mark("errorMessage");
 		}
 		if (rng.chance(0.1)) msg.responseId = `msg_${rng.alnum(20)}`;
+		if (PI16) {
+			msg.thinkingLevel = choose(rng, "assistantThinkingLevel", THINKING_LEVELS);
+			msg.durationMs = rng.int(100, 90000);
+			if (rng.chance(0.5)) msg.rawStopReason = stopReason === "toolUse" ? "tool_use" : "end_turn";
+		}
 		sm.appendMessage(msg);
 		hasAssistant = true;
 		pendingCalls = stopReason === "toolUse" || rng.chance(0.3) ? calls : [];
@@ -494,6 +591,7 @@ function generateSession(rng, idx, outdir) {
 		};
 		if (rng.chance(0.3)) msg.details = { diff: "--- a\n+++ b", firstChangedLine: rng.int(1, 99) };
 		if (unknown && rng.chance(0.5)) delete msg.toolName;
+		if (PI16) msg.durationMs = rng.int(1, 5000);
 		sm.appendMessage(msg);
 	};
 
@@ -532,7 +630,7 @@ function generateSession(rng, idx, outdir) {
 		bash: () => appendBash(),
 		customMessage: () => appendCustomMessage(),
 		modelChange: () => {
-			model = rng.pick(MODELS);
+			model = rng.pick(MODEL_CHOICES);
 			sm.appendModelChange(model.provider, model.model);
 		},
 		thinking: () => sm.appendThinkingLevelChange(choose(rng, "thinkingLevel", THINKING_LEVELS)),
@@ -543,7 +641,11 @@ function generateSession(rng, idx, outdir) {
 			const first = (candidates.length > 0 && rng.chance(0.85) ? rng.pick(candidates) : rng.pick(branch)).id;
 			const tokensBefore = rng.chance(0.3) ? rng.int(5, 250) * 1000 + 500 : rng.int(1000, 250000);
 			const details = rng.chance(0.6) ? { readFiles: [genPath(rng)], modifiedFiles: [] } : undefined;
-			sm.appendCompaction(genText(rng, "compactionSummary"), first, tokensBefore, details, rng.chance(0.2) ? true : undefined);
+			// pi 1.6.0: retain-none (firstKeptEntryId null → the compaction's own id), and usage
+			const retainNone = PI16 && rng.chance(0.25);
+			if (retainNone) mark("compaction:retain-none");
+			const use = PI16 && rng.chance(0.5) ? usage(rng) : undefined;
+			sm.appendCompaction(genText(rng, "compactionSummary"), retainNone ? null : first, tokensBefore, details, rng.chance(0.2) ? true : undefined, use);
 			mark("entry:compaction");
 		},
 		branchSummary: () => {
@@ -601,17 +703,51 @@ function generateSession(rng, idx, outdir) {
 			pendingCalls = [];
 			mark("resetLeaf");
 		},
+		// pi 1.6.0 entries
+		system: () => {
+			if (!hasSystem) {
+				const full = fullSystemMessage(rng, cwd, now());
+				for (const t of full.toolsAdded) tools.add(t.name);
+				sm.appendMessage(full);
+				hasSystem = true;
+			} else sm.appendMessage(patchSystemMessage(rng, tools, now()));
+		},
+		contextEdit: () => {
+			const editable = sm.getBranch().filter(
+				(e) => e.type === "custom_message" || (e.type === "message" && ["user", "assistant", "toolResult"].includes(e.message.role)),
+			);
+			if (editable.length === 0) return;
+			const t = rng.pick(editable);
+			const kind = choose(rng, "contextEdit", ["omit", "omit", "string", "array", "array-image"]);
+			let replacement = null;
+			if (kind === "string") replacement = { content: rng.chance(0.2) ? "" : `[redacted] ${genText(rng, "editText")}` };
+			else if (kind === "array") replacement = { content: [{ type: "text", text: genText(rng, "editText") }] };
+			else if (kind === "array-image")
+				replacement = { content: [{ type: "text", text: "screenshot" }, { type: "image", data: PNG_1x1, mimeType: "image/png" }] };
+			mark(`contextEdit:${t.type === "message" ? t.message.role : "custom"}`);
+			sm.appendContextEdit(t.id, replacement);
+		},
+		usageEntry: () => {
+			const kind = rng.pick(["cache_warm", "cache_warm", "classifier"]);
+			const m = rng.pick(MODEL_CHOICES);
+			sm.appendUsage(kind, m.provider, m.model, usage(rng), rng.chance(0.5) ? rng.pick(["idle", "before resume"]) : undefined);
+			mark("entry:usage");
+		},
 	};
 	const weights = [
 		["user", 16], ["assistant", 18], ["bash", 4], ["customMessage", 3.5], ["modelChange", 2.5], ["thinking", 3],
 		["compaction", 1.8], ["branchSummary", 1.8], ["label", 3.5], ["sessionInfo", 1.5], ["custom", 1.5],
 		["orphanToolResult", 0.6], ["branch", 6], ["resetLeaf", 0.6],
 	];
+	if (PI16) weights.push(["system", 2.5], ["contextEdit", 3], ["usageEntry", 2]);
 
 	// Typical session start: optional model/thinking entries, then user + assistant
 	// (pi only writes the file once an assistant message exists).
 	if (rng.chance(0.5)) sm.appendModelChange(model.provider, model.model);
 	if (rng.chance(0.5)) sm.appendThinkingLevelChange(choose(rng, "thinkingLevel", THINKING_LEVELS));
+	// pi 1.6.0 records the prompt and tools before the first user message (most files;
+	// the others get it mid-session, as when 1.6.0 resumes a 0.73.1 file)
+	if (PI16 && rng.chance(0.8)) actions.system();
 	appendUser();
 	appendAssistant(true);
 
@@ -757,14 +893,22 @@ async function capturePayload(streamFn, model, llm, reasoning) {
 	};
 	if (reasoning) opts.reasoning = reasoning;
 	// pi-ai providers do not mutate the input messages (verified), so no defensive copy.
-	const stream = streamFn(model, { messages: llm }, opts);
-	const result = await stream.result();
+	let result;
+	try {
+		const stream = streamFn(model, { messages: llm }, opts);
+		result = await stream.result();
+	} catch (err) {
+		// pi-ai 1.6.0 estimates the prompt before building it and throws on malformed messages
+		if (captured === undefined) return { payload: null, error: String(err?.message ?? err) };
+	}
 	if (captured === undefined) return { payload: null, error: result?.errorMessage ?? "no payload" };
 	return { payload: captured, error: null };
 }
 
 function modelInfo(m) {
-	return { id: m.id, provider: m.provider, api: m.api, baseUrl: m.baseUrl, maxTokens: m.maxTokens, contextWindow: m.contextWindow, reasoning: m.reasoning };
+	const info = { id: m.id, provider: m.provider, api: m.api, baseUrl: m.baseUrl, maxTokens: m.maxTokens, contextWindow: m.contextWindow, reasoning: m.reasoning };
+	if (PI16) info.compat = m.compat ?? null;
+	return info;
 }
 
 function anthropicModelFor(ctxModel) {
@@ -810,6 +954,17 @@ async function computeContext(entries, leafChoice, indexOf) {
 	};
 	if (a.error) out.anthropicError = a.error;
 	if (o.error) out.openaiError = o.error;
+	if (PI16) {
+		// where 0.73.1 builds another context (context edits, compaction checkpoints...)
+		const old = buildSessionContext073(entries, leafArg).messages;
+		out.agentDiffersFrom073 = JSON.stringify(old) !== JSON.stringify(agent);
+		out.anthropicBodies = {};
+		for (const id of ANTHROPIC_KINDS) {
+			const m = { ...getModel("anthropic", id), baseUrl: FAKE_BASE_URL };
+			const b = await capturePayload(streamSimpleAnthropic, m, llm, reasoning);
+			out.anthropicBodies[id] = b.error ? { error: b.error } : { model: modelInfo(m), body: b.payload };
+		}
+	}
 	return out;
 }
 
@@ -925,6 +1080,25 @@ async function listInfo(cache, cwd, dir, file) {
 	};
 }
 
+// SessionManager.list(cwd, dir) for every directory of cases and every cwd in it (and one
+// that is in none): which files pi lists, in its order
+async function listings(files) {
+	const dirs = [...new Set(files.map((f) => path.dirname(f.file)))].sort();
+	const out = [];
+	for (const dir of dirs) {
+		const cwds = new Set(["/nowhere/at/all"]);
+		for (const f of files.filter((x) => path.dirname(x.file) === dir)) {
+			const header = JSON.parse(fs.readFileSync(f.file, "utf8").split("\n", 1)[0]);
+			if (typeof header.cwd === "string") cwds.add(header.cwd);
+		}
+		for (const cwd of [...cwds].sort()) {
+			const infos = await SessionManager.list(cwd, dir);
+			out.push({ cwd, dir, paths: infos.map((i) => i.path), modified: infos.map((i) => i.modified.toISOString()) });
+		}
+	}
+	return out;
+}
+
 const stats = { contexts: 0, outlines: 0, rows: 0, bytes: 0 };
 
 async function buildExpected(file, { kind, rng, listCache, extra = {} }) {
@@ -1029,7 +1203,7 @@ async function main() {
 	const t0 = Date.now();
 	const args = parseArgs(process.argv.slice(2));
 	const { outdir, seed, count } = args;
-	for (const sub of ["sessions", "expected", "fixtures-migrated"]) fs.rmSync(path.join(outdir, sub), { recursive: true, force: true });
+	for (const sub of ["sessions", "expected", "fixtures-migrated", "pi16", "old"]) fs.rmSync(path.join(outdir, sub), { recursive: true, force: true });
 	fs.mkdirSync(path.join(outdir, "expected"), { recursive: true });
 
 	const manifest = {
@@ -1037,8 +1211,9 @@ async function main() {
 		seed,
 		count,
 		home: HOME,
-		piCodingAgentVersion: readPkgVersion("@mariozechner/pi-coding-agent"),
-		piAiVersion: readPkgVersion("@mariozechner/pi-ai"),
+		piCodingAgentVersion: readPkgVersion(PI_PACKAGE),
+		piAiVersion: readPkgVersion(PI_AI_PACKAGE),
+		nodeVersion: process.version,
 		files: [],
 	};
 
@@ -1065,6 +1240,39 @@ async function main() {
 		const name = `${path.basename(file, ".jsonl")}.expected.json`;
 		const ep = writeExpected(outdir, name, exp);
 		manifest.files.push({ kind, file: path.resolve(file), expected: ep, entries: exp.entryIds.length });
+	}
+
+	// 2b. pi 1.6.0: the files 1.6.0 wrote, and the sessions of a 0.73.1 oracle run
+	if (PI16) {
+		const copies = [];
+		for (const [sub, kind] of [["", "pi16"], ["recorded", "pi16"]]) {
+			const src = path.join(PI16_FIXTURES_DIR, sub);
+			for (const f of fs.readdirSync(src).filter((n) => n.endsWith(".jsonl") && !n.startsWith("requests-")).sort()) {
+				const dst = path.join(outdir, "pi16", f);
+				fs.mkdirSync(path.dirname(dst), { recursive: true });
+				fs.copyFileSync(path.join(src, f), dst); // pi 1.6.0 may append a final newline on open
+				copies.push([kind, path.join(src, f), dst, 500000 + copies.length]);
+			}
+		}
+		if (args.old) {
+			const oldManifest = JSON.parse(fs.readFileSync(path.join(args.old, "manifest.json"), "utf8"));
+			// the seeds of the 0.73.1 run: the same leaves, searches and folds, so its
+			// cases can be checked against 1.6.0 where the two versions disagree
+			oldManifest.files.filter((x) => x.kind !== "fixture").forEach((f, j) => {
+				const dst = path.join(outdir, "old", path.basename(path.dirname(f.file)), path.basename(f.file));
+				fs.mkdirSync(path.dirname(dst), { recursive: true });
+				fs.copyFileSync(f.file, dst);
+				copies.push([`${f.kind}-0.73`, f.file, dst, 300000 + j]);
+			});
+		}
+		for (let i = 0; i < copies.length; i++) {
+			const [kind, src, dst, stream] = copies[i];
+			const rng = new Rng(mixSeed(seed, stream));
+			const exp = await buildExpected(dst, { kind, rng, listCache, extra: { source: src } });
+			const name = `${kind}-${path.basename(dst, ".jsonl")}.expected.json`;
+			const ep = writeExpected(outdir, name, exp);
+			manifest.files.push({ kind, file: path.resolve(dst), source: src, expected: ep, entries: exp.entryIds.length });
+		}
 	}
 
 	// 3. Migrated fixtures (copied first: pi rewrites files it migrates).
@@ -1103,6 +1311,13 @@ async function main() {
 		"text:long", "text:u2028", "text:u2029", "text:u0085", "text:emoji", "text:tabs", "text:multiline",
 		"model:anthropic/claude-sonnet-4-5", "model:anthropic/claude-opus-4-6", "model:openai/gpt-4o",
 	];
+	if (PI16)
+		wanted.push(
+			"system:full", "system:section", "system:remove-section", "system:tools", "system:content",
+			"contextEdit:user", "contextEdit:assistant", "contextEdit:toolResult", "contextEdit:custom",
+			"contextEdit:omit", "contextEdit:string", "contextEdit:array", "entry:usage", "compaction:retain-none",
+		);
+	manifest.listings = await listings(manifest.files);
 	const textCats = [...cov].filter((k) => /^[a-zA-Z]*(Text|Content|Output|Summary|summary|Error):/.test(k)).map((k) => `text:${k.split(":")[1]}`);
 	for (const t of textCats) cov.add(t);
 	manifest.coverageMissing = wanted.filter((k) => !cov.has(k));
