@@ -1,5 +1,5 @@
 // The real connection: pi-server started over stdio by vscode-languageclient.
-import * as vscode from "vscode";
+import type * as vscode from "vscode";
 import {
   CloseAction,
   type CloseHandlerResult,
@@ -11,10 +11,11 @@ import {
   State,
   TransportKind,
 } from "vscode-languageclient/node";
-import type { Connection } from "./extension";
+import type { Connection } from "./protocol";
 import { RestartPolicy } from "./restartPolicy";
 import type { ServerCommand } from "./serverCommand";
 import type { EditorTool } from "./tools";
+import * as api from "./vscodeapi";
 
 export async function startLanguageClient(
   cmd: ServerCommand,
@@ -35,8 +36,8 @@ export async function startLanguageClient(
       closed: (): CloseHandlerResult => {
         const restart = policy.crashed();
         const message = policy.message(restart);
-        if (restart) void vscode.window.showWarningMessage(message);
-        else void vscode.window.showErrorMessage(message, "Show Log").then((a) => a && out.show());
+        if (restart) void api.showWarningMessage(message);
+        else void api.showErrorMessage(message, "Show Log").then((a) => a && out.show());
         return { action: restart ? CloseAction.Restart : CloseAction.DoNotRestart, handled: true };
       },
     },
@@ -59,7 +60,7 @@ export async function startLanguageClient(
   await client.start();
   const caps = client.initializeResult?.capabilities.experimental as { piSessions?: { protocolVersion?: number } } | undefined;
   if (caps?.piSessions?.protocolVersion !== 1)
-    void vscode.window.showWarningMessage(`pi-server speaks protocol ${caps?.piSessions?.protocolVersion ?? "unknown"}; this extension expects 1.`);
+    void api.showWarningMessage(`pi-server speaks protocol ${caps?.piSessions?.protocolVersion ?? "unknown"}; this extension expects 1.`);
   return {
     // a trailing undefined would be sent as a second positional parameter
     request: (method, params, token) =>

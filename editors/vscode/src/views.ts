@@ -1,15 +1,16 @@
 // TreeDataProviders: the Sessions and Tree models drawn as VS Code tree items.
 import * as os from "node:os";
-import * as vscode from "vscode";
+import type * as vscode from "vscode";
 import { isToolRow, rowLine, rowText, sessionDescription, sessionTitle, shortPath } from "./format";
 import type { TreeRow } from "./protocol";
 import type { ProjectGroup, SessionNode, SessionsModel } from "./sessionsModel";
 import { canFold, type TreeModel } from "./treeModel";
+import * as api from "./vscodeapi";
 
 export type SessionsElement = { kind: "group"; group: ProjectGroup } | { kind: "session"; node: SessionNode };
 
 export class SessionsProvider implements vscode.TreeDataProvider<SessionsElement> {
-  private readonly changed = new vscode.EventEmitter<SessionsElement | undefined>();
+  private readonly changed = new api.EventEmitter<SessionsElement | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   selected: string | undefined;
 
@@ -27,23 +28,23 @@ export class SessionsProvider implements vscode.TreeDataProvider<SessionsElement
 
   getTreeItem(el: SessionsElement): vscode.TreeItem {
     if (el.kind === "group") {
-      const item = new vscode.TreeItem(shortPath(el.group.cwd, os.homedir()), vscode.TreeItemCollapsibleState.Expanded);
+      const item = new api.TreeItem(shortPath(el.group.cwd, os.homedir()), api.TreeItemCollapsibleState.Expanded);
       item.id = `cwd:${el.group.cwd}`;
-      item.iconPath = new vscode.ThemeIcon("folder");
+      item.iconPath = new api.ThemeIcon("folder");
       item.tooltip = el.group.cwd;
       item.contextValue = "project";
       return item;
     }
     const info = el.node.info;
-    const state = el.node.forks.length ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None;
-    const item = new vscode.TreeItem(sessionTitle(info), state);
+    const state = el.node.forks.length ? api.TreeItemCollapsibleState.Expanded : api.TreeItemCollapsibleState.None;
+    const item = new api.TreeItem(sessionTitle(info), state);
     item.id = `session:${info.session}`;
     item.description = sessionDescription(info);
-    item.iconPath = new vscode.ThemeIcon(
+    item.iconPath = new api.ThemeIcon(
       info.parentSession ? "repo-forked" : "comment-discussion",
-      info.session === this.selected ? new vscode.ThemeColor("charts.green") : undefined,
+      info.session === this.selected ? new api.ThemeColor("charts.green") : undefined,
     );
-    const tip = new vscode.MarkdownString();
+    const tip = new api.MarkdownString();
     if (info.name) tip.appendMarkdown(`**${escapeMd(info.name)}**\n\n`);
     tip.appendText(info.firstMessage ? `${info.firstMessage.slice(0, 400)}\n\n` : "");
     tip.appendMarkdown(`${info.messageCount} messages · ${info.entryCount} entries · modified ${new Date(info.modified).toLocaleString()}\n\n`);
@@ -51,7 +52,7 @@ export class SessionsProvider implements vscode.TreeDataProvider<SessionsElement
     tip.appendMarkdown(`\`${info.session}\``);
     item.tooltip = tip;
     item.contextValue = "session";
-    item.resourceUri = vscode.Uri.file(info.session);
+    item.resourceUri = api.Uri.file(info.session);
     item.command = { command: "piSessions.openSession", title: "Show Tree", arguments: [info.session] };
     return item;
   }
@@ -82,7 +83,7 @@ const TYPE_ICONS: Record<string, string> = {
 };
 
 export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
-  private readonly changed = new vscode.EventEmitter<TreeElement | undefined>();
+  private readonly changed = new api.EventEmitter<TreeElement | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private elements = new Map<string, TreeElement>();
   private readonly more: TreeElement = { kind: "more" };
@@ -115,34 +116,34 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
   getTreeItem(el: TreeElement): vscode.TreeItem {
     if (el.kind === "more") {
       const shown = this.model.rows.length;
-      const item = new vscode.TreeItem(`Load ${Math.min(this.model.pageSize, this.model.total - shown)} more…`);
+      const item = new api.TreeItem(`Load ${Math.min(this.model.pageSize, this.model.total - shown)} more…`);
       item.description = `${shown.toLocaleString()} of ${this.model.total.toLocaleString()} rows`;
-      item.iconPath = new vscode.ThemeIcon("ellipsis");
+      item.iconPath = new api.ThemeIcon("ellipsis");
       item.command = { command: "piSessions.loadMore", title: "Load More" };
       item.contextValue = "more";
       return item;
     }
     const row = el.row;
     const state = row.folded
-      ? vscode.TreeItemCollapsibleState.Collapsed
+      ? api.TreeItemCollapsibleState.Collapsed
       : canFold(row)
-        ? vscode.TreeItemCollapsibleState.Expanded
-        : vscode.TreeItemCollapsibleState.None;
+        ? api.TreeItemCollapsibleState.Expanded
+        : api.TreeItemCollapsibleState.None;
     const text = rowText(row);
-    const item = new vscode.TreeItem({ label: text, highlights: highlights(text, this.model.search) }, state);
+    const item = new api.TreeItem({ label: text, highlights: highlights(text, this.model.search) }, state);
     item.id = `${this.model.session}#${row.id}`;
     item.description = row.isLeaf ? "← leaf" : undefined;
     const tool = isToolRow(row);
     const color = row.isLeaf
-      ? new vscode.ThemeColor("charts.green")
+      ? new api.ThemeColor("charts.green")
       : row.onActivePath
-        ? new vscode.ThemeColor("charts.blue")
+        ? new api.ThemeColor("charts.blue")
         : tool
-          ? new vscode.ThemeColor("disabledForeground")
+          ? new api.ThemeColor("disabledForeground")
           : undefined;
     const icon = row.isLeaf ? "circle-filled" : ((row.role && ROLE_ICONS[row.role]) ?? TYPE_ICONS[row.type] ?? "circle-outline");
-    item.iconPath = new vscode.ThemeIcon(icon, color);
-    const tip = new vscode.MarkdownString();
+    item.iconPath = new api.ThemeIcon(icon, color);
+    const tip = new api.MarkdownString();
     tip.appendCodeblock(rowLine(row), "text");
     tip.appendMarkdown(
       `${row.role ? `${row.type} · ${row.role}` : row.type}${row.onActivePath ? " · on the active path" : ""}${row.isLeaf ? " · **leaf**" : ""}\n\n`,
