@@ -5,6 +5,8 @@ import { oneLine, sessionTitle } from "./format";
 import type { Rpc } from "./protocol";
 import type { SessionsModel } from "./sessionsModel";
 
+const NEW = "pi: new session";
+
 export class Chats {
   readonly bySession = new Map<string, ChatPanel>();
   private readonly unbound = new Set<ChatPanel>(); // new-session chats waiting for their file
@@ -24,7 +26,7 @@ export class Chats {
     }
     const info = session ? this.sessions.find(session) : undefined;
     const model = new ChatModel(this.rpc, session);
-    const panel = new ChatPanel(model, `pi: ${info ? oneLine(sessionTitle(info), 30) : "new session"}`, cwd ?? info?.cwd);
+    const panel = new ChatPanel(model, info ? `pi: ${oneLine(sessionTitle(info), 30)}` : NEW, cwd ?? info?.cwd);
     const key = () => model.session ?? "";
     if (session) this.bySession.set(session, panel);
     else this.unbound.add(panel);
@@ -33,6 +35,9 @@ export class Chats {
         this.bySession.set(model.session, panel); // a new session got its file
         this.unbound.delete(panel);
       }
+      // once it has a file, a new session is named by its first message, as in the Sessions view
+      const first = model.session && panel.panel.title === NEW ? model.items.find((i) => i.kind === "user") : undefined;
+      if (first?.kind === "user") panel.panel.title = `pi: ${oneLine(first.text, 30)}`;
     });
     panel.panel.onDidDispose(() => {
       this.bySession.delete(key());

@@ -4,9 +4,11 @@ import * as actions from "./actions";
 import type { Ui } from "./actions";
 import type { Chats } from "./chats";
 import { openEntry } from "./entryDocs";
-import { FILTERS, type Filter, type Rpc } from "./protocol";
+import { oneLine } from "./format";
+import { FILTERS, type Filter, type Rpc, type SwitchResult, type TreeRow } from "./protocol";
 import type { Sidebar } from "./sidebar";
-import { isCancel, showError } from "./ui";
+import { CancelledError, isCancel, showError } from "./ui";
+import type { SessionsElement, TreeElement } from "./views";
 import * as api from "./vscodeapi";
 
 const FILTER_HELP: Record<Filter, string> = {
@@ -78,8 +80,11 @@ export function registerCommands(subscriptions: { dispose(): unknown }[], d: Com
   cmd("piSessions.fold", (arg) => tree.setFolded(s.rowOf(arg).id, true));
   cmd("piSessions.unfold", (arg) => tree.setFolded(s.rowOf(arg).id, false));
   cmd("piSessions.continueHere", async (arg) => {
-    const res = await actions.continueAt(rpc, ui, s.treeSession(), s.rowOf(arg));
-    if (res !== undefined) await tree.reload();
+    const session = s.treeSession();
+    const res = await actions.continueAt(rpc, ui, session, s.rowOf(arg));
+    if (res === undefined || tree.session !== session) return; // cancelled, or a fork opened another session
+    await tree.reload();
+    await s.revealLeaf(); // the selection follows the leaf
   });
   cmd("piSessions.fork", (arg) => actions.fork(rpc, ui, s.treeSession(), s.rowOf(arg)));
   cmd("piSessions.setLabel", async (arg) => {
@@ -122,23 +127,33 @@ export function registerCommands(subscriptions: { dispose(): unknown }[], d: Com
   cmd("piSessions.restartServer", () => d.restartServer());
 }
 
+/** Asks before a chat on a row moves the session's leaf there; false keeps the leaf. */
+async function confirmMove(ui: Ui, row: TreeRow): Promise<boolean> {
+  const choice = await ui.pick(
+    [
+      { label: "$(debug-step-into) Chat from this entry", description: "moves the session's leaf here", value: true },
+      { label: "$(comment-discussion) Chat at the current leaf", description: "the session stays where it is", value: false },
+    ],
+    { title: `pi: ${oneLine(row.title, 60)}`, placeholder: "Where should the chat continue?" },
+  );
+  if (choice === undefined) throw new CancelledError();
+  return choice;
+}
+
 function registerChatCommands(subscriptions: { dispose(): unknown }[], d: CommandDeps): void {
   const { rpc, sidebar: s, chats } = d;
+  // the title bar passes no row: the chat opens at the session's leaf, whatever row is selected
   command(subscriptions, "piSessions.openChat", async (arg) => {
-    const el = s.elementOf(arg);
-    if (el?.kind === "row") {
-      const session = s.treeSession();
-      if (el.row.id !== s.tree.leafId) {
-        const res = await rpc.request<{ editorText?: string }>("pi/switchBranch", { session, targetId: el.row.id });
-        await s.tree.reload();
-        const panel = await chats.open(session, undefined);
-        if (res.editorText) void panel.panel.webview.postMessage({ type: "draft", text: res.editorText });
-        return;
-      }
-      await chats.open(session, undefined);
-      return;
-    }
-    await chats.open(s.sessionOf(arg), undefined);
+    const el = arg as TreeElement | SessionsElement | undefined;
+    if (el?.kind !== "row") return chats.open(s.sessionOf(arg), undefined);
+    const session = s.treeSession();
+    if (el.row.id === s.tree.leafId || !(await confirmMove(d.ui, el.row))) return chats.open(session, undefined);
+    const res = await rpc.request<SwitchResult>("pi/switchBranch", { session, targetId: el.row.id });
+    await s.tree.reload();
+    await s.revealLeaf();
+    const panel = await chats.open(session, undefined);
+    if (res.editorText) void panel.panel.webview.postMessage({ type: "draft", text: res.editorText });
+    return panel;
   });
   command(subscriptions, "piSessions.newChat", async () => {
     const folder = api.firstWorkspaceFolder();

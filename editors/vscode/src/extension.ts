@@ -40,18 +40,7 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
   const out = api.createOutputChannel("pi-server");
   subs.push(out);
   const cfg = api.getConfiguration("piSessions");
-  const settings: ServerSettings = {
-    path: cfg.get<string>("server.path"),
-    args: cfg.get<string[]>("server.args"),
-    python: cfg.get<string>("server.python"),
-    sessionDirs: cfg.get<string[]>("sessionDirs"),
-    stateDir: cfg.get<string>("stateDir"),
-  };
-  const init: Record<string, unknown> = {};
-  if (settings.sessionDirs?.length) init.sessionDirs = settings.sessionDirs;
-  if (settings.stateDir) init.stateDir = settings.stateDir;
-  const toolPolicy = (name: EditorTool): ToolPolicy => cfg.get<ToolPolicy>(`tools.${name}`) ?? "ask";
-  const tools = EDITOR_TOOLS.filter((t) => toolPolicy(t) !== "off");
+  const toolPolicy = (name: EditorTool): ToolPolicy => api.getConfiguration("piSessions").get<ToolPolicy>(`tools.${name}`) ?? "ask";
 
   const rpc = new ServerLink();
   subs.push({ dispose: () => void rpc.stop() });
@@ -66,13 +55,18 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
 
   /** Starts the server; a failure is one notification naming the cause, and the commands stay. */
   const start = async (): Promise<boolean> => {
+    const { settings, init } = serverSettings(); // read again, so a fixed setting takes effect on Restart Server
+    const tools = EDITOR_TOOLS.filter((t) => toolPolicy(t) !== "off");
     try {
       rpc.attach(deps.connect ? await deps.connect(init, tools) : await startServer(settings, init, out, tools));
       return true;
     } catch (err) {
-      const msg = `pi-server could not start: ${errorMessage(err)}. Set 'piSessions.server.path' or install pi-server (pip install pi-server).`;
-      rpc.fail(msg);
-      void api.showErrorMessage(msg, "Show Log").then((a) => a && out.show());
+      const cause = errorMessage(err);
+      const msg = cause.startsWith("pi-server could not start") ? cause : `pi-server could not start: ${cause}`;
+      out.appendLine(msg);
+      rpc.fail(cause);
+      sidebar.sessionsTv.message = `${msg} Then run 'Pi Sessions: Restart Server'.`;
+      void api.showErrorMessage(msg, "Show Logs").then((a) => a && out.show());
       return false;
     }
   };
@@ -82,9 +76,12 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
     ui,
     chats,
     showLog: () => out.show(),
+    // a new process with the settings as they are now; stopping the old one is no error
     restartServer: async () => {
-      if (rpc.connected) await rpc.restart();
-      else if (await start()) await sidebar.reloadSessions();
+      await rpc.stop().catch(() => {});
+      if (!(await start())) return;
+      await sidebar.reloadSessions();
+      if (tree.session) await tree.reload();
     },
   });
   subs.push(registerEntryDocuments(rpc));
@@ -118,6 +115,21 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
 
   if (await start()) await sidebar.reloadSessions().catch(showError);
   return { rpc, sessions, tree, openSession: (s) => sidebar.openSession(s), chats: chats.bySession };
+}
+
+function serverSettings(): { settings: ServerSettings; init: Record<string, unknown> } {
+  const cfg = api.getConfiguration("piSessions");
+  const settings: ServerSettings = {
+    path: cfg.get<string>("server.path"),
+    args: cfg.get<string[]>("server.args"),
+    python: cfg.get<string>("server.python"),
+    sessionDirs: cfg.get<string[]>("sessionDirs"),
+    stateDir: cfg.get<string>("stateDir"),
+  };
+  const init: Record<string, unknown> = {};
+  if (settings.sessionDirs?.length) init.sessionDirs = settings.sessionDirs;
+  if (settings.stateDir) init.stateDir = settings.stateDir;
+  return { settings, init };
 }
 
 export function deactivate(): void {

@@ -54,12 +54,6 @@ export class ServerLink implements Connection {
     await conn?.stop();
   }
 
-  /** Restarts the running server; the caller starts a new one when there is none. */
-  async restart(): Promise<void> {
-    if (!this.conn?.restart) throw new Error("This connection cannot be restarted.");
-    await this.conn.restart();
-  }
-
   private add(b: Binding): { dispose(): unknown } {
     this.bindings.push(b);
     if (this.conn) b.live = b.bind(this.conn);

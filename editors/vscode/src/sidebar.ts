@@ -76,8 +76,7 @@ export class Sidebar {
 
   /** Selects the leaf, or where pi's /tree puts the cursor when a filter hides it: its nearest shown ancestor. */
   async revealLeaf(): Promise<void> {
-    const { tree } = this;
-    const leaf = (tree.leafId ? tree.row(tree.leafId) : undefined) ?? tree.rows.filter((r) => r.onActivePath).at(-1);
+    const leaf = this.treeView.leafRow();
     if (leaf && this.treeTv.visible) await this.treeTv.reveal(this.treeView.element(leaf), { select: true, focus: false });
   }
 

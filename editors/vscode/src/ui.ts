@@ -33,7 +33,12 @@ export function showError(err: unknown): void {
   void api.showErrorMessage(errorMessage(err));
 }
 
-/** A request the user cancelled (JSON-RPC RequestCancelled): nothing to report. */
+/** The user dismissed a prompt: the command stops without a message. */
+export class CancelledError extends Error {
+  readonly code = -32800;
+}
+
+/** A request or prompt the user cancelled (JSON-RPC RequestCancelled): nothing to report. */
 export function isCancel(err: unknown): boolean {
   return !!err && typeof err === "object" && (err as { code?: number }).code === -32800;
 }

@@ -1,7 +1,7 @@
 // TreeDataProviders: the Sessions and Tree models drawn as VS Code tree items.
 import * as os from "node:os";
 import type * as vscode from "vscode";
-import { isToolRow, rowLine, rowText, sessionDescription, sessionTitle, shortPath } from "./format";
+import { isToolRow, oneLine, rowLine, rowText, sessionDescription, sessionTitle, shortPath } from "./format";
 import type { TreeRow } from "./protocol";
 import type { ProjectGroup, SessionNode, SessionsModel } from "./sessionsModel";
 import { canFold, type TreeModel } from "./treeModel";
@@ -87,12 +87,27 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
   readonly onDidChangeTreeData = this.changed.event;
   private elements = new Map<string, TreeElement>();
   private readonly more: TreeElement = { kind: "more" };
+  // VS Code keeps a row's expanded state per TreeItem.id: a new filter or search gets new ids, so rows
+  // are drawn as the server nests them, not as they were under another filter
+  private shape = "";
+  private generation = 0;
 
   constructor(readonly model: TreeModel) {
     model.onChange(() => {
       this.elements.clear();
+      const shape = JSON.stringify([model.session, model.filter, model.search]);
+      if (shape !== this.shape) {
+        this.shape = shape;
+        this.generation++;
+      }
       this.changed.fire(undefined);
     });
+  }
+
+  /** The row that shows the leaf marker: the leaf, or the shown row it resolves to when a filter hides it (a label entry, say). */
+  leafRow(): TreeRow | undefined {
+    const m = this.model;
+    return (m.leafId ? m.row(m.leafId) : undefined) ?? m.rows.filter((r) => r.onActivePath).at(-1);
   }
 
   element(row: TreeRow): TreeElement {
@@ -129,36 +144,49 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
       : canFold(row)
         ? api.TreeItemCollapsibleState.Expanded
         : api.TreeItemCollapsibleState.None;
-    const text = rowText(row);
+    const isLeaf = row.isLeaf || this.leafRow() === row;
+    // a long label must not push the leaf marker out of view: the whole text is in the tooltip
+    const text = isLeaf ? oneLine(shownText(row), LEAF_TEXT) : shownText(row);
     const item = new api.TreeItem({ label: text, highlights: highlights(text, this.model.search) }, state);
-    item.id = `${this.model.session}#${row.id}`;
-    item.description = row.isLeaf ? "← leaf" : undefined;
+    item.id = `${this.model.session}#${this.generation}#${canFold(row) ? "+" : "-"}#${row.id}`;
+    item.description = isLeaf ? "← leaf" : undefined;
+    // read aloud (and by the end-to-end tests): the whole row, however the label is shortened
+    item.accessibilityInformation = { label: `${rowText(row)}${isLeaf ? " (leaf)" : ""}`, role: "treeitem" };
     const tool = isToolRow(row);
-    const color = row.isLeaf
+    const color = isLeaf
       ? new api.ThemeColor("charts.green")
       : row.onActivePath
         ? new api.ThemeColor("charts.blue")
         : tool
           ? new api.ThemeColor("disabledForeground")
           : undefined;
-    const icon = row.isLeaf ? "circle-filled" : ((row.role && ROLE_ICONS[row.role]) ?? TYPE_ICONS[row.type] ?? "circle-outline");
+    const icon = isLeaf ? "circle-filled" : ((row.role && ROLE_ICONS[row.role]) ?? TYPE_ICONS[row.type] ?? "circle-outline");
     item.iconPath = new api.ThemeIcon(icon, color);
     const tip = new api.MarkdownString();
     tip.appendCodeblock(rowLine(row), "text");
     tip.appendMarkdown(
       `${row.role ? `${row.type} · ${row.role}` : row.type}${row.onActivePath ? " · on the active path" : ""}${row.isLeaf ? " · **leaf**" : ""}\n\n`,
     );
+    if (isLeaf && !row.isLeaf) tip.appendMarkdown(`the leaf is a hidden entry after this row (\`${this.model.leafId}\`)\n\n`);
     if (row.timestamp) tip.appendMarkdown(`${new Date(row.timestamp).toLocaleString()} · `);
     tip.appendMarkdown(`\`${row.id}\``);
     item.tooltip = tip;
     const flags = ["row"];
     if (row.label) flags.push("labeled");
     if (canFold(row)) flags.push("foldable");
-    if (row.isLeaf) flags.push("leaf");
+    if (isLeaf) flags.push("leaf");
     item.contextValue = flags.join(".");
     item.command = { command: "piSessions.openEntry", title: "Open Entry", arguments: [el] };
     return item;
   }
+}
+
+const LEAF_TEXT = 48; // characters of the leaf row's text, so that "← leaf" stays in view
+const LABEL_TEXT = 24; // characters of a label shown in a row
+
+/** `[label] title`, a long label shortened. */
+function shownText(row: TreeRow): string {
+  return row.label ? `[${oneLine(row.label, LABEL_TEXT)}] ${row.title}` : rowText(row);
 }
 
 /** Character ranges of the search words in a label, case-insensitive. */
