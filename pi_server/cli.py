@@ -196,6 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="entries kept indexed in memory (default 100000); the rest reload from the index cache",
     )
+    # language clients name their transport and process id; stdio is what pi-server speaks anyway
+    sv.add_argument("--stdio", action="store_true", help="serve over stdio (the default; accepted for LSP clients)")
+    sv.add_argument("--clientProcessId", metavar="PID", help=argparse.SUPPRESS)
     sv.add_argument("--log-file", metavar="F", help="log here instead of stderr")
     sv.add_argument("-v", "--verbose", action="store_true")
     sv.set_defaults(func=cmd_serve)
