@@ -76,6 +76,10 @@ class TitleEntry(msgspec.Struct):
     thinkingLevel: Any = ABSENT  # noqa: N815
     label: Any = ABSENT
     name: Any = ABSENT
+    targetId: Any = ABSENT  # noqa: N815
+    replacement: Any = ABSENT  # a context edit's; small in practice
+    kind: Any = ABSENT  # a usage entry's
+    model: Any = ABSENT
 
 
 TITLE_FIELDS = [f for f in TitleEntry.__struct_fields__ if f != "message"]

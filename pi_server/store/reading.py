@@ -97,6 +97,11 @@ class EntryReader:
         self._cache.clear()
         self._cache_bytes = 0
 
+    def read_raw(self, pos: int) -> bytes:
+        """The entry's line as it is in the file (no newline)."""
+        with open(self.path, "rb") as f:
+            return os.pread(f.fileno(), self.lengths[pos], self.offsets[pos])
+
     def line_of(self, pos: int) -> int:
         """Physical 0-based line number of an entry."""
         return self.lines[pos]

@@ -1,8 +1,9 @@
-"""LSP features for the session files themselves: outline, diagnostics, hover, go to parent."""
+"""LSP features for the session files themselves: outline, diagnostics, hover, go to parent or target."""
 
 from __future__ import annotations
 
 import bisect
+from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
@@ -11,6 +12,8 @@ from pi_server.live.session import LiveSession
 from pi_server.server import errors
 from pi_server.server.base import PiServer
 from pi_server.server.rpc import lsp_feature
+from pi_server.store.index import SessionIndex
+from pi_server.store.records import F_ASSISTANT_TEXT
 from pi_server.tree import titles
 from pi_server.tree.paths import tree_diagnostics
 
@@ -19,12 +22,35 @@ _SEVERITY = {
     "warning": lsp.DiagnosticSeverity.Warning,
     "info": lsp.DiagnosticSeverity.Information,
 }
+# one kind per entry (and message role), so outline clients group them sensibly
 _KIND = {
-    "message": lsp.SymbolKind.String,
     "compaction": lsp.SymbolKind.Package,
     "branch_summary": lsp.SymbolKind.Namespace,
     "label": lsp.SymbolKind.Key,
+    "context_edit": lsp.SymbolKind.Operator,
+    "usage": lsp.SymbolKind.Number,
+    "model_change": lsp.SymbolKind.Property,
+    "thinking_level_change": lsp.SymbolKind.Property,
+    "session_info": lsp.SymbolKind.Constant,
+    "custom_message": lsp.SymbolKind.Object,
+    "custom": lsp.SymbolKind.Struct,
 }
+_ROLE_KIND = {
+    "user": lsp.SymbolKind.Event,
+    "assistant": lsp.SymbolKind.Method,
+    "toolResult": lsp.SymbolKind.Field,
+    "system": lsp.SymbolKind.Module,
+    "bashExecution": lsp.SymbolKind.Function,
+    "custom": lsp.SymbolKind.Object,
+    "branchSummary": lsp.SymbolKind.Namespace,
+    "compactionSummary": lsp.SymbolKind.Package,
+}
+
+
+def _kind(etype: str, role: str | None) -> lsp.SymbolKind:
+    if etype == "message":
+        return _ROLE_KIND.get(role or "", lsp.SymbolKind.String)
+    return _KIND.get(etype, lsp.SymbolKind.Event)
 
 
 def _line_range(line: int, length_chars: int = 0) -> lsp.Range:
@@ -101,11 +127,10 @@ def diagnostics(live: LiveSession) -> list[lsp.Diagnostic]:
 def symbols(live: LiveSession) -> list[lsp.DocumentSymbol]:
     """The tree outline: one symbol per entry, children nested under branch points."""
     idx = live.index
-    lines = live.index.lines
+    lines = idx.lines
     tree = live.outline.tree
-    order, _ = live.outline.flat(live.index.by_id.get(live.leaf_id) if live.leaf_id else None)
-    entries = idx.read_entries(order, light=True)
-    title = {pos: titles.display_title(e, {}) or e.get("type", "entry") for pos, e in zip(order, entries, strict=True)}
+    order, _ = live.outline.flat(idx.by_id.get(live.leaf_id) if live.leaf_id else None)
+    title = outline_titles(idx, order)
     made: dict[int, lsp.DocumentSymbol] = {}
     roots: list[lsp.DocumentSymbol] = []
     container: dict[int, list] = {}  # where an entry's symbol goes: a chain stays at its level
@@ -113,7 +138,7 @@ def symbols(live: LiveSession) -> list[lsp.DocumentSymbol]:
         sym = lsp.DocumentSymbol(
             name=(title[pos] or idx.types[pos] or "entry")[:120],
             detail=f"{idx.types[pos]} · {idx.ids[pos]}",
-            kind=_KIND.get(idx.types[pos], lsp.SymbolKind.Event),
+            kind=_kind(idx.types[pos], idx.roles[pos]),
             range=_line_range(lines[pos]),
             selection_range=_line_range(lines[pos]),
             children=[],
@@ -131,16 +156,45 @@ def symbols(live: LiveSession) -> list[lsp.DocumentSymbol]:
     return roots
 
 
+def outline_titles(idx: SessionIndex, order: list[int]) -> dict[int, str]:
+    """pi's /tree titles, with names for what /tree leaves blank: a usage entry, and an
+    assistant message that only calls tools (named by its calls)."""
+    entries = idx.read_entries(order, light=True)
+    out = {pos: titles.display_title(e, {}) for pos, e in zip(order, entries, strict=True)}
+    for pos, e in zip(order, entries, strict=True):
+        if idx.types[pos] == "usage":
+            out[pos] = f"[usage: {e.get('kind', 'usage')}]"
+    calls_only = [p for p in order if idx.roles[p] == "assistant" and not idx.flags[p] & F_ASSISTANT_TEXT]
+    for pos, e in zip(calls_only, idx.read_entries(calls_only), strict=True):
+        names = [b.get("name") for b in _blocks(e) if b.get("type") == "toolCall" and isinstance(b.get("name"), str)]
+        if names:
+            out[pos] = "assistant: → " + ", ".join(names)
+    return {pos: t or idx.types[pos] or "entry" for pos, t in out.items()}
+
+
+def _blocks(e: dict[str, Any]) -> list[dict[str, Any]]:
+    m = e.get("message")
+    content = m.get("content") if isinstance(m, dict) else None
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
 def sym_children(sym: lsp.DocumentSymbol) -> list:
     assert sym.children is not None
     return sym.children
 
 
-def hover_at(live: LiveSession, line: int) -> lsp.Hover | None:
-    idx = live.index
+def _pos_at(live: LiveSession, line: int) -> int | None:
     lines = live.index.lines
     pos = bisect.bisect_left(lines, line)
-    if pos >= len(lines) or lines[pos] != line:
+    return pos if pos < len(lines) and lines[pos] == line else None
+
+
+def hover_at(live: LiveSession, line: int) -> lsp.Hover | None:
+    """The entry on a line: kind, id, time, model, tokens, label, title; a context edit names its
+    target, a usage entry its tokens and cost."""
+    idx = live.index
+    pos = _pos_at(live, line)
+    if pos is None:
         return None
     e = idx.read_entry(pos)
     msg = e.get("message") if isinstance(e.get("message"), dict) else {}
@@ -148,26 +202,52 @@ def hover_at(live: LiveSession, line: int) -> lsp.Hover | None:
     parts.append(f"time: {e.get('timestamp')}")
     if msg.get("model"):
         parts.append(f"model: {msg.get('provider')}/{msg.get('model')}")
-    usage = msg.get("usage")
-    if isinstance(usage, dict) and "totalTokens" in usage:
-        parts.append(f"tokens: {usage['totalTokens']}")
+    parts += _usage_lines(msg.get("usage") if msg else e.get("usage") if e.get("type") == "usage" else None)
     label = idx.label_of(idx.ids[pos])
     if label:
         parts.append(f"label: {label}")
-    text = titles.display_title(e, {})
+    if e.get("type") == "context_edit":
+        parts.append(_edit_line(idx, e))
+    text = outline_titles(idx, [pos])[pos] if e.get("type") != "context_edit" else ""
     if text:
         parts.append("\n" + text[:500])
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n".join(parts)))
 
 
+def _usage_lines(usage: Any) -> list[str]:
+    if not isinstance(usage, dict):
+        return []
+    out = []
+    if "totalTokens" in usage:
+        out.append(f"tokens: {usage['totalTokens']}")
+    cost = usage.get("cost")
+    if isinstance(cost, dict) and isinstance(cost.get("total"), int | float):
+        out.append(f"cost: ${cost['total']:.4f}")
+    return out
+
+
+def _edit_line(idx: SessionIndex, e: dict[str, Any]) -> str:
+    target = e.get("targetId")
+    what = "omits" if e.get("replacement") is None else "replaces the content of"
+    tpos = idx.by_id.get(target) if isinstance(target, str) else None
+    if tpos is None:
+        return f"{what} `{target}` (not in this file)"
+    return f"{what} `{target}`: {outline_titles(idx, [tpos])[tpos][:200]}"
+
+
 def parent_location(live: LiveSession, uri: str, position: lsp.Position) -> lsp.Location | None:
+    """Go to definition: on a label's or context edit's `targetId`, its target; elsewhere the parent."""
     idx = live.index
-    lines = live.index.lines
-    pos = bisect.bisect_left(lines, position.line)
-    if pos >= len(lines) or lines[pos] != position.line:
+    pos = _pos_at(live, position.line)
+    if pos is None:
         return None
-    parent = idx.parents[pos]
-    if parent is None or parent not in idx.by_id:
+    ref = idx.parents[pos]
+    if idx.types[pos] in ("label", "context_edit"):
+        e = idx.read_entry(pos)
+        raw = idx.read_raw(pos).decode("utf-8", "replace")
+        at = raw.find('"targetId"')
+        if at >= 0 and position.character >= at and isinstance(e.get("targetId"), str):
+            ref = e["targetId"]
+    if ref is None or ref not in idx.by_id:
         return None
-    target = lines[idx.by_id[parent]]
-    return lsp.Location(uri=uri, range=_line_range(target))
+    return lsp.Location(uri=uri, range=_line_range(idx.lines[idx.by_id[ref]]))
