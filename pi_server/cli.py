@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from pi_server import __version__
-from pi_server.context.formats import FORMATS, context_result
+from pi_server.llm.formats import FORMATS, context_result
 from pi_server.store.discovery import list_sessions, resolve_roots
 from pi_server.store.index import NotASession, SessionIndex
 from pi_server.tree.outline import FILTERS, Outline, get_tree, render_text

@@ -11,7 +11,7 @@ from lsprotocol import types as lsp
 from pi_server import summaries
 from pi_server.agent import rpc as agent_rpc
 from pi_server.agent.rpc import declared_tools
-from pi_server.context.formats import context_result
+from pi_server.llm.formats import context_result
 from pi_server.server import background, errors, params
 from pi_server.server.app import PiServer, parse, setup_registry
 from pi_server.summaries.client import SummaryError
