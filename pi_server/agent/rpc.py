@@ -12,12 +12,12 @@ from typing import Any
 from pi_server.agent.prompt import build_system_prompt
 from pi_server.agent.tooldefs import CLIENT_TOOLS, READ_ONLY, TOOL_ORDER
 from pi_server.agent.turn import Hooks, RetrySettings, Snapshot, Turn
-from pi_server.context.formats import context_result
 from pi_server.live.sessions import LiveSession
+from pi_server.llm.client import api_key
+from pi_server.llm.formats import context_result
 from pi_server.llm.models import ANTHROPIC, anthropic_model
 from pi_server.server import background, errors, params
 from pi_server.server.app import PiServer, parse
-from pi_server.summaries.client import api_key
 
 log = logging.getLogger("pi_server")
 DEFAULT_THINKING = "medium"  # pi's DEFAULT_THINKING_LEVEL for a new session
