@@ -8,12 +8,12 @@ mapping, and on failure stopReason "error" (or "aborted") with errorMessage.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pi_server.agent.costs import COSTS
+from pi_server.llm.client import error_text, redact, stream_events
+from pi_server.llm.models import ANTHROPIC, Cost
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -49,10 +49,10 @@ def empty_message(model_id: str) -> dict[str, Any]:
 
 
 def _cost(model_id: str, usage: dict[str, Any]) -> None:
-    c = COSTS.get(model_id, {})
+    prices = ANTHROPIC[model_id].cost if model_id in ANTHROPIC else Cost()  # an unknown model costs nothing
     cost = usage["cost"]
     for k in ("input", "output", "cacheRead", "cacheWrite"):
-        cost[k] = c.get(k, 0) / 1_000_000 * usage[k]
+        cost[k] = prices.per_million(k) / 1_000_000 * usage[k]
     cost["total"] = cost["input"] + cost["output"] + cost["cacheRead"] + cost["cacheWrite"]
 
 
@@ -87,110 +87,112 @@ def strip_scratch(out: dict[str, Any]) -> None:
         b.pop("partialJson", None)
 
 
-def error_text(e: Exception) -> str:
-    """The message pi's JS SDK would give (`<status> <body>`), so its retry rules see the same words."""
-    import anthropic
-
-    if isinstance(e, anthropic.APIStatusError):
-        body = e.body if e.body is not None else e.message
-        return f"{e.status_code} {json.dumps(body) if not isinstance(body, str) else body}"
-    if isinstance(e, anthropic.APITimeoutError):
-        return "Request timed out."
-    if isinstance(e, anthropic.APIConnectionError):
-        return "Connection error."
-    return str(e) or type(e).__name__
-
-
 async def call_model(body: dict[str, Any], key: str, out: dict[str, Any], emit: Emit, timeout: float = 600.0) -> None:
     """Stream `body` into `out` (pi's AssistantMessage, filled in place so an abort keeps the partial)."""
-    import anthropic
-
-    client = anthropic.AsyncAnthropic(
-        api_key=key, base_url=os.environ.get("ANTHROPIC_BASE_URL") or None, timeout=timeout, max_retries=0
-    )
-    model_id = out["model"]
-    blocks = out["content"]
     try:
-        params = {k: v for k, v in body.items() if k != "stream"}
-        stream = await client.messages.create(**params, stream=True)
-        await emit({"type": "start", "partial": out})
-        async for ev in stream:
-            t = ev.type
-            if t == "message_start":
-                out["responseId"] = ev.message.id
-                _usage(out, ev.message.usage, model_id)
-            elif t == "content_block_start":
-                cb = ev.content_block
-                if cb.type == "text":
-                    blocks.append({"type": "text", "text": "", "index": ev.index})
-                    await emit({"type": "text_start", "contentIndex": len(blocks) - 1, "partial": out})
-                elif cb.type == "thinking":
-                    blocks.append({"type": "thinking", "thinking": "", "thinkingSignature": "", "index": ev.index})
-                    await emit({"type": "thinking_start", "contentIndex": len(blocks) - 1, "partial": out})
-                elif cb.type == "redacted_thinking":
-                    blocks.append(
-                        {
-                            "type": "thinking",
-                            "thinking": "[Reasoning redacted]",
-                            "thinkingSignature": cb.data,
-                            "redacted": True,
-                            "index": ev.index,
-                        }
-                    )
-                    await emit({"type": "thinking_start", "contentIndex": len(blocks) - 1, "partial": out})
-                elif cb.type == "tool_use":
-                    blocks.append(
-                        {
-                            "type": "toolCall",
-                            "id": cb.id,
-                            "name": cb.name,
-                            "arguments": cb.input or {},
-                            "partialJson": "",
-                            "index": ev.index,
-                        }
-                    )
-                    await emit({"type": "toolcall_start", "contentIndex": len(blocks) - 1, "partial": out})
-            elif t == "content_block_delta":
-                i = next((n for n, b in enumerate(blocks) if b.get("index") == ev.index), -1)
-                if i < 0:
-                    continue
-                b, d = blocks[i], ev.delta
-                if d.type == "text_delta" and b["type"] == "text":
-                    b["text"] += d.text
-                    await emit({"type": "text_delta", "contentIndex": i, "delta": d.text, "partial": out})
-                elif d.type == "thinking_delta" and b["type"] == "thinking":
-                    b["thinking"] += d.thinking
-                    await emit({"type": "thinking_delta", "contentIndex": i, "delta": d.thinking, "partial": out})
-                elif d.type == "input_json_delta" and b["type"] == "toolCall":
-                    b["partialJson"] += d.partial_json
-                    b["arguments"] = _parse_json(b["partialJson"])
-                    await emit({"type": "toolcall_delta", "contentIndex": i, "delta": d.partial_json, "partial": out})
-                elif d.type == "signature_delta" and b["type"] == "thinking":
-                    b["thinkingSignature"] = (b.get("thinkingSignature") or "") + d.signature
-            elif t == "content_block_stop":
-                i = next((n for n, b in enumerate(blocks) if b.get("index") == ev.index), -1)
-                if i < 0:
-                    continue
-                b = blocks[i]
-                b.pop("index", None)
-                if b["type"] == "text":
-                    await emit({"type": "text_end", "contentIndex": i, "content": b["text"], "partial": out})
-                elif b["type"] == "thinking":
-                    await emit({"type": "thinking_end", "contentIndex": i, "content": b["thinking"], "partial": out})
-                elif b["type"] == "toolCall":
-                    b["arguments"] = _parse_json(b.pop("partialJson", ""))
-                    await emit({"type": "toolcall_end", "contentIndex": i, "toolCall": b, "partial": out})
-            elif t == "message_delta":
-                if ev.delta.stop_reason:
-                    out["stopReason"] = _STOP.get(ev.delta.stop_reason, "error")
-                _usage(out, ev.usage, model_id)
+        # no SDK retries: the turn retries as pi's AgentSession does
+        async with stream_events(body, key, timeout=timeout, max_retries=0) as stream:
+            await emit({"type": "start", "partial": out})
+            async for ev in stream:
+                await _on_event(ev, out, emit)
         if out["stopReason"] == "error":
             raise RuntimeError("An unknown error occurred")
         await emit({"type": "done", "reason": out["stopReason"], "message": out})
     except Exception as e:
         strip_scratch(out)
         out["stopReason"] = "error"
-        out["errorMessage"] = error_text(e).replace(key, "[key]") if key else error_text(e)
+        out["errorMessage"] = redact(error_text(e), key)
         await emit({"type": "error", "reason": "error", "error": out})
-    finally:
-        await client.close()
+
+
+async def _on_event(ev: Any, out: dict[str, Any], emit: Emit) -> None:
+    t = ev.type
+    if t == "message_start":
+        out["responseId"] = ev.message.id
+        _usage(out, ev.message.usage, out["model"])
+    elif t == "content_block_start":
+        await _block_start(ev, out, emit)
+    elif t == "content_block_delta":
+        await _block_delta(ev, out, emit)
+    elif t == "content_block_stop":
+        await _block_stop(ev, out, emit)
+    elif t == "message_delta":
+        if ev.delta.stop_reason:
+            out["stopReason"] = _STOP.get(ev.delta.stop_reason, "error")
+        _usage(out, ev.usage, out["model"])
+
+
+async def _block_start(ev: Any, out: dict[str, Any], emit: Emit) -> None:
+    blocks, cb = out["content"], ev.content_block
+    if cb.type == "text":
+        blocks.append({"type": "text", "text": "", "index": ev.index})
+        kind = "text_start"
+    elif cb.type == "thinking":
+        blocks.append({"type": "thinking", "thinking": "", "thinkingSignature": "", "index": ev.index})
+        kind = "thinking_start"
+    elif cb.type == "redacted_thinking":
+        blocks.append(
+            {
+                "type": "thinking",
+                "thinking": "[Reasoning redacted]",
+                "thinkingSignature": cb.data,
+                "redacted": True,
+                "index": ev.index,
+            }
+        )
+        kind = "thinking_start"
+    elif cb.type == "tool_use":
+        blocks.append(
+            {
+                "type": "toolCall",
+                "id": cb.id,
+                "name": cb.name,
+                "arguments": cb.input or {},
+                "partialJson": "",
+                "index": ev.index,
+            }
+        )
+        kind = "toolcall_start"
+    else:
+        return
+    await emit({"type": kind, "contentIndex": len(blocks) - 1, "partial": out})
+
+
+def _block_at(blocks: list[dict[str, Any]], index: int) -> int:
+    return next((n for n, b in enumerate(blocks) if b.get("index") == index), -1)
+
+
+async def _block_delta(ev: Any, out: dict[str, Any], emit: Emit) -> None:
+    blocks = out["content"]
+    i = _block_at(blocks, ev.index)
+    if i < 0:
+        return
+    b, d = blocks[i], ev.delta
+    if d.type == "text_delta" and b["type"] == "text":
+        b["text"] += d.text
+        await emit({"type": "text_delta", "contentIndex": i, "delta": d.text, "partial": out})
+    elif d.type == "thinking_delta" and b["type"] == "thinking":
+        b["thinking"] += d.thinking
+        await emit({"type": "thinking_delta", "contentIndex": i, "delta": d.thinking, "partial": out})
+    elif d.type == "input_json_delta" and b["type"] == "toolCall":
+        b["partialJson"] += d.partial_json
+        b["arguments"] = _parse_json(b["partialJson"])
+        await emit({"type": "toolcall_delta", "contentIndex": i, "delta": d.partial_json, "partial": out})
+    elif d.type == "signature_delta" and b["type"] == "thinking":
+        b["thinkingSignature"] = (b.get("thinkingSignature") or "") + d.signature
+
+
+async def _block_stop(ev: Any, out: dict[str, Any], emit: Emit) -> None:
+    blocks = out["content"]
+    i = _block_at(blocks, ev.index)
+    if i < 0:
+        return
+    b = blocks[i]
+    b.pop("index", None)
+    if b["type"] == "text":
+        await emit({"type": "text_end", "contentIndex": i, "content": b["text"], "partial": out})
+    elif b["type"] == "thinking":
+        await emit({"type": "thinking_end", "contentIndex": i, "content": b["thinking"], "partial": out})
+    elif b["type"] == "toolCall":
+        b["arguments"] = _parse_json(b.pop("partialJson", ""))
+        await emit({"type": "toolcall_end", "contentIndex": i, "toolCall": b, "partial": out})

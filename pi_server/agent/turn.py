@@ -18,7 +18,7 @@ from typing import Any
 from pi_server.agent.stream import call_model, empty_message, strip_scratch
 from pi_server.agent.tooldefs import TOOL_DEFS
 from pi_server.agent.tools import LOCAL_TOOLS, ToolError, error_result, resolve_in_cwd, run_local
-from pi_server.llm.anthropic import _cache_control, request_body
+from pi_server.llm.anthropic import cache_control, request_body
 from pi_server.llm.models import ModelInfo
 
 # pi's AgentSession._isRetryableError
@@ -72,7 +72,7 @@ class Turn:
     def body(self) -> dict[str, Any]:
         llm = self.snap.messages + self.messages
         body, _ = request_body(llm, [""] * len(llm), self.snap.model, self.snap.thinking)
-        cache = _cache_control()
+        cache = cache_control()
         out: dict[str, Any] = {k: body[k] for k in ("model", "messages", "max_tokens", "stream")}
         out["system"] = [{"type": "text", "text": self.snap.system, "cache_control": cache}]
         if self.snap.tools:

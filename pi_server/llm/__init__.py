@@ -1,1 +1,2 @@
-"""Model wire formats: convertToLlm, Anthropic and OpenAI payloads, token estimates."""
+"""The model layer: convertToLlm, Anthropic and OpenAI payloads, wire formats, token estimates,
+the model table and the one Anthropic client."""

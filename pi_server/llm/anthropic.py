@@ -64,77 +64,85 @@ def convert_messages(llm: list[dict[str, Any]], ids: list[str], model: ModelInfo
     i = 0
     while i < len(tm):
         m, src = tm[i]
-        eid = ids[src] if src >= 0 else None
         role = m.get("role")
+        param = None
         if role == "user":
-            c = m.get("content")
-            if isinstance(c, str):
-                if js_trim(c):
-                    params.append({"role": "user", "content": sanitize(c)})
-                    pids.append(eid)
-            else:
-                blocks = []
-                for b in c or []:
-                    if b.get("type") == "text":
-                        blocks.append({"type": "text", "text": sanitize(b.get("text"))})
-                    else:
-                        blocks.append(_image(b))
-                blocks = [b for b in blocks if b["type"] != "text" or js_trim(b["text"] or "")]
-                if blocks:
-                    params.append({"role": "user", "content": blocks})
-                    pids.append(eid)
+            param = _user_param(m.get("content"))
         elif role == "assistant":
-            blocks = []
-            for b in m.get("content") or []:
-                t = b.get("type")
-                if t == "text":
-                    if not js_trim(b.get("text") or ""):
-                        continue
-                    blocks.append({"type": "text", "text": sanitize(b.get("text"))})
-                elif t == "thinking":
-                    if b.get("redacted"):
-                        blocks.append({"type": "redacted_thinking", "data": b.get("thinkingSignature")})
-                        continue
-                    if not js_trim(b.get("thinking") or ""):
-                        continue
-                    sig = b.get("thinkingSignature")
-                    if not sig or not js_trim(sig):
-                        blocks.append({"type": "text", "text": sanitize(b.get("thinking"))})
-                    else:
-                        blocks.append({"type": "thinking", "thinking": sanitize(b.get("thinking")), "signature": sig})
-                elif t == "toolCall":
-                    args = b.get("arguments")
-                    blocks.append(
-                        {
-                            "type": "tool_use",
-                            "id": b.get("id"),
-                            "name": b.get("name"),
-                            "input": {} if args is None else args,
-                        }
-                    )
-            if blocks:
-                params.append({"role": "assistant", "content": blocks})
-                pids.append(eid)
+            param = _assistant_param(m.get("content") or [])
         elif role == "toolResult":
-            results = []
             j = i
             while j < len(tm) and tm[j][0].get("role") == "toolResult":
-                r = tm[j][0]
-                block: dict[str, Any] = {
-                    "type": "tool_result",
-                    "tool_use_id": r.get("toolCallId"),
-                    "content": _tool_result_content(r.get("content")),
-                }
-                if "isError" in r:
-                    block["is_error"] = r["isError"]
-                results.append(block)
                 j += 1
+            param = {"role": "user", "content": [_tool_result(r) for r, _ in tm[i:j]]}
             i = j - 1
-            params.append({"role": "user", "content": results})
-            pids.append(eid)
+        if param is not None:
+            params.append(param)
+            pids.append(ids[src] if src >= 0 else None)
         i += 1
+    _cache_last_user(params)
+    return params, pids
 
-    cache = _cache_control()
+
+def _user_param(c: Any) -> dict[str, Any] | None:
+    if isinstance(c, str):
+        return {"role": "user", "content": sanitize(c)} if js_trim(c) else None
+    blocks = []
+    for b in c or []:
+        if b.get("type") == "text":
+            blocks.append({"type": "text", "text": sanitize(b.get("text"))})
+        else:
+            blocks.append(_image(b))
+    blocks = [b for b in blocks if b["type"] != "text" or js_trim(b["text"] or "")]
+    return {"role": "user", "content": blocks} if blocks else None
+
+
+def _assistant_param(content: list[dict[str, Any]]) -> dict[str, Any] | None:
+    blocks: list[dict[str, Any]] = []
+    for b in content:
+        t = b.get("type")
+        if t == "text":
+            if not js_trim(b.get("text") or ""):
+                continue
+            blocks.append({"type": "text", "text": sanitize(b.get("text"))})
+        elif t == "thinking":
+            if b.get("redacted"):
+                blocks.append({"type": "redacted_thinking", "data": b.get("thinkingSignature")})
+                continue
+            if not js_trim(b.get("thinking") or ""):
+                continue
+            sig = b.get("thinkingSignature")
+            if not sig or not js_trim(sig):
+                blocks.append({"type": "text", "text": sanitize(b.get("thinking"))})
+            else:
+                blocks.append({"type": "thinking", "thinking": sanitize(b.get("thinking")), "signature": sig})
+        elif t == "toolCall":
+            args = b.get("arguments")
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": b.get("id"),
+                    "name": b.get("name"),
+                    "input": {} if args is None else args,
+                }
+            )
+    return {"role": "assistant", "content": blocks} if blocks else None
+
+
+def _tool_result(r: dict[str, Any]) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": r.get("toolCallId"),
+        "content": _tool_result_content(r.get("content")),
+    }
+    if "isError" in r:
+        block["is_error"] = r["isError"]
+    return block
+
+
+def _cache_last_user(params: list[dict[str, Any]]) -> None:
+    """pi marks the last user message (its last block) as the cache breakpoint."""
+    cache = cache_control()
     if params and params[-1]["role"] == "user":
         last = params[-1]
         if isinstance(last["content"], list):
@@ -142,11 +150,13 @@ def convert_messages(llm: list[dict[str, Any]], ids: list[str], model: ModelInfo
                 last["content"][-1]["cache_control"] = cache
         elif isinstance(last["content"], str):
             last["content"] = [{"type": "text", "text": last["content"], "cache_control": cache}]
-    return params, pids
 
 
-def _cache_control() -> dict[str, Any]:
-    if os.environ.get("PI_CACHE_RETENTION") == "long":
+def cache_control(retention: str | None = None) -> dict[str, Any]:
+    """pi's cache_control for a retention ("short" or "long"; by default PI_CACHE_RETENTION's)."""
+    if retention is None:
+        retention = "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
+    if retention == "long":
         return {"type": "ephemeral", "ttl": "1h"}
     return {"type": "ephemeral"}
 

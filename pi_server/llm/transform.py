@@ -56,76 +56,89 @@ def transform_messages(
     normalize_id: Callable[[str], str] | None,
 ) -> list[tuple[dict[str, Any], int]]:
     """Returns (message, index of the source message or -1 for synthetic ones)."""
-    id_map: dict[str, str] = {}
-    staged: list[dict[str, Any]] = []
-    for m in messages:
-        m = _well_formed(m)
-        role = m.get("role")
-        if not model.images:
-            if role == "user" and isinstance(m.get("content"), list):
-                m = {**m, "content": _placeholder_images(m["content"], NON_VISION_USER)}
-            elif role == "toolResult" and isinstance(m.get("content"), list):
-                m = {**m, "content": _placeholder_images(m["content"], NON_VISION_TOOL)}
-        if role == "toolResult":
-            new = id_map.get(m.get("toolCallId"))  # type: ignore[arg-type]
-            if new and new != m.get("toolCallId"):
-                m = {**m, "toolCallId": new}
-            staged.append(m)
-        elif role == "assistant":
-            same = m.get("provider") == model.provider and m.get("api") == model.api and m.get("model") == model.id
-            content = []
-            for b in m.get("content") or []:
-                t = b.get("type") if isinstance(b, dict) else None
-                if t == "thinking":
-                    if b.get("redacted"):
-                        if same:
-                            content.append(b)
-                        continue
-                    if same and b.get("thinkingSignature"):
-                        content.append(b)
-                        continue
-                    th = b.get("thinking")
-                    if not th or js_trim(th) == "":
-                        continue
-                    content.append(b if same else {"type": "text", "text": th})
-                elif t == "text":
-                    content.append(b if same else {"type": "text", "text": b.get("text")})
-                elif t == "toolCall":
-                    tc = b
-                    if not same and "thoughtSignature" in tc and tc.get("thoughtSignature"):
-                        tc = {k: v for k, v in tc.items() if k != "thoughtSignature"}
-                    if not same and normalize_id is not None:
-                        nid = normalize_id(tc.get("id"))
-                        if nid != tc.get("id"):
-                            id_map[tc.get("id")] = nid
-                            tc = {**tc, "id": nid}
-                    content.append(tc)
-                else:
-                    content.append(b)
-            staged.append({**m, "content": content})
-        else:
-            staged.append(m)
+    id_map: dict[str, str] = {}  # tool call ids renamed so far, for the results that follow
+    staged = [_stage(_well_formed(m), model, normalize_id, id_map) for m in messages]
+    return _with_missing_results(staged)
 
+
+def _stage(
+    m: dict[str, Any], model: ModelInfo, normalize_id: Callable[[str], str] | None, id_map: dict[str, str]
+) -> dict[str, Any]:
+    """One message made fit for `model`: images, tool call ids, other models' thinking."""
+    role = m.get("role")
+    if not model.images:
+        if role == "user" and isinstance(m.get("content"), list):
+            m = {**m, "content": _placeholder_images(m["content"], NON_VISION_USER)}
+        elif role == "toolResult" and isinstance(m.get("content"), list):
+            m = {**m, "content": _placeholder_images(m["content"], NON_VISION_TOOL)}
+    if role == "toolResult":
+        new = id_map.get(m.get("toolCallId"))  # type: ignore[arg-type]
+        if new and new != m.get("toolCallId"):
+            m = {**m, "toolCallId": new}
+        return m
+    if role == "assistant":
+        same = m.get("provider") == model.provider and m.get("api") == model.api and m.get("model") == model.id
+        return {**m, "content": _assistant_content(m.get("content") or [], same, normalize_id, id_map)}
+    return m
+
+
+def _assistant_content(
+    blocks: list[Any], same: bool, normalize_id: Callable[[str], str] | None, id_map: dict[str, str]
+) -> list[Any]:
+    content = []
+    for b in blocks:
+        t = b.get("type") if isinstance(b, dict) else None
+        if t == "thinking":
+            if b.get("redacted"):
+                if same:
+                    content.append(b)
+                continue
+            if same and b.get("thinkingSignature"):
+                content.append(b)
+                continue
+            th = b.get("thinking")
+            if not th or js_trim(th) == "":
+                continue
+            content.append(b if same else {"type": "text", "text": th})
+        elif t == "text":
+            content.append(b if same else {"type": "text", "text": b.get("text")})
+        elif t == "toolCall":
+            tc = b
+            if not same and "thoughtSignature" in tc and tc.get("thoughtSignature"):
+                tc = {k: v for k, v in tc.items() if k != "thoughtSignature"}
+            if not same and normalize_id is not None:
+                nid = normalize_id(tc.get("id"))
+                if nid != tc.get("id"):
+                    id_map[tc.get("id")] = nid
+                    tc = {**tc, "id": nid}
+            content.append(tc)
+        else:
+            content.append(b)
+    return content
+
+
+def _missing_result(tc: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    return (
+        {
+            "role": "toolResult",
+            "toolCallId": tc.get("id"),
+            "toolName": tc.get("name"),
+            "content": [{"type": "text", "text": "No result provided"}],
+            "isError": True,
+        },
+        -1,
+    )
+
+
+def _with_missing_results(staged: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
+    """Errored/aborted assistant turns dropped; pi's synthetic error result for each call left unanswered."""
     out: list[tuple[dict[str, Any], int]] = []
     pending: list[dict[str, Any]] = []
     seen: set[Any] = set()
 
     def flush() -> None:
         nonlocal pending, seen
-        for tc in pending:
-            if tc.get("id") not in seen:
-                out.append(
-                    (
-                        {
-                            "role": "toolResult",
-                            "toolCallId": tc.get("id"),
-                            "toolName": tc.get("name"),
-                            "content": [{"type": "text", "text": "No result provided"}],
-                            "isError": True,
-                        },
-                        -1,
-                    )
-                )
+        out.extend(_missing_result(tc) for tc in pending if tc.get("id") not in seen)
         pending = []
         seen = set()
 

@@ -1,17 +1,16 @@
 """Asking Anthropic for a summary: the official SDK, streaming, with pi's request shape.
 
-The API key comes from ANTHROPIC_API_KEY, else from pi's own auth.json in the
-agent dir when it holds an Anthropic API key. It is never logged or returned.
+The key, the SDK client and the error wording are the model layer's
+(`pi_server.llm.client`); this module adds the summary request and its errors.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable
 from typing import Any
 
-from pi_server.llm.anthropic import sanitize, thinking_options
+from pi_server.llm.anthropic import cache_control, sanitize, thinking_options
+from pi_server.llm.client import plain_error, redact, stream_text
 from pi_server.llm.models import ModelInfo
 from pi_server.summaries.prompts import SUMMARIZATION_SYSTEM_PROMPT
 
@@ -22,25 +21,9 @@ class SummaryError(Exception):
     """The model could not give a summary; the message says why (never the key)."""
 
 
-def api_key() -> str | None:
-    key = os.environ.get("ANTHROPIC_API_KEY")
-    if key:
-        return key
-    agent = os.environ.get("PI_CODING_AGENT_DIR") or os.path.join(os.path.expanduser("~"), ".pi", "agent")
-    try:
-        with open(os.path.join(agent, "auth.json")) as f:
-            auth = json.load(f)
-    except (OSError, ValueError):
-        return None
-    entry = auth.get("anthropic") if isinstance(auth, dict) else None
-    if isinstance(entry, dict) and entry.get("type") == "api_key" and isinstance(entry.get("key"), str):
-        return entry["key"]
-    return None
-
-
 def request_body(model: ModelInfo, prompt: str, max_tokens: int = MAX_TOKENS, thinking: Any = None) -> dict[str, Any]:
     """The body pi's completeSimple sends for a summary (system prompt and user turn cached)."""
-    cache = {"type": "ephemeral"}
+    cache = cache_control("short")  # pi would follow PI_CACHE_RETENTION here; ours has always sent short
     opts = thinking_options(model, thinking if model.reasoning else None, max_tokens)
     body: dict[str, Any] = {
         "model": model.id,
@@ -55,10 +38,6 @@ def request_body(model: ModelInfo, prompt: str, max_tokens: int = MAX_TOKENS, th
     return body
 
 
-def _clean(message: str, key: str) -> str:
-    return message.replace(key, "[key]") if key else message
-
-
 async def complete(
     body: dict[str, Any],
     key: str,
@@ -67,39 +46,14 @@ async def complete(
     timeout: float = 120.0,
     on_text: Callable[[str], None] | None = None,
 ) -> str:
-    """Stream the request; returns the text of the answer."""
-    import anthropic
-
-    client = anthropic.AsyncAnthropic(
-        api_key=key,
-        base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
-        timeout=timeout,
-        max_retries=2,
-    )
-    params = {k: v for k, v in body.items() if k != "stream"}
+    """Stream the request (the SDK retries twice); returns the text of the answer."""
     try:
-        async with client.messages.stream(**params) as stream:
-            async for text in stream.text_stream:
-                if on_text is not None:
-                    on_text(text)
-            final = await stream.get_final_message()
-    except anthropic.APIStatusError as e:
-        raise SummaryError(_clean(f"Anthropic API error {e.status_code}: {_detail(e)}", key)) from None
-    except anthropic.APITimeoutError:
-        raise SummaryError(f"Anthropic API timed out after {timeout:g} s") from None
-    except anthropic.APIConnectionError as e:
-        raise SummaryError(_clean(f"cannot reach the Anthropic API: {e}", key)) from None
-    finally:
-        await client.close()
+        final = await stream_text(body, key, url=base_url, timeout=timeout, max_retries=2, on_text=on_text)
+    except Exception as e:
+        message = plain_error(e, timeout)
+        if message is None:
+            raise
+        raise SummaryError(redact(message, key)) from None
     if final.stop_reason not in ("end_turn", "max_tokens", "stop_sequence", None):
         raise SummaryError(f"the model stopped with {final.stop_reason}")
     return "\n".join(b.text for b in final.content if getattr(b, "type", None) == "text")
-
-
-def _detail(e: Any) -> str:
-    body = getattr(e, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error")
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
-    return getattr(e, "message", "") or "request failed"

@@ -8,9 +8,10 @@ from typing import Any
 import msgspec
 
 import pi_server.summaries.compaction as compaction
+from pi_server.llm.client import api_key
 from pi_server.llm.models import ANTHROPIC, DEFAULT_ANTHROPIC, ModelInfo
 from pi_server.summaries.branch import BranchRequest, collect_entries, finish_summary, prepare_branch_summary
-from pi_server.summaries.client import api_key, complete, request_body
+from pi_server.summaries.client import complete, request_body
 from pi_server.summaries.extractive import extractive_summary
 
 

@@ -21,7 +21,7 @@ from pi_server.server import background, errors, notify, params
 from pi_server.server.base import PiServer
 from pi_server.server.results import AbortResult, PromptResult, WriteResult
 from pi_server.server.rpc import pi_method
-from pi_server.summaries.client import api_key
+from pi_server.llm.client import api_key
 
 log = logging.getLogger("pi_server")
 DEFAULT_THINKING = "medium"  # pi's DEFAULT_THINKING_LEVEL for a new session

@@ -1,0 +1,141 @@
+"""The one way pi-server talks to Anthropic: key, base URL, SDK client, error wording.
+
+The key comes from ANTHROPIC_API_KEY, else from pi's own auth.json in the
+agent dir when it holds an Anthropic API key; it is never logged or returned,
+and `redact` takes it out of any message built from an SDK error.
+
+One SDK client (one connection pool) is kept per event loop, key and base URL
+and reused by every call; the SDK's own retries (summaries) or none (the
+harness, which retries as pi does) are picked per call from that client, and
+each call passes its own timeout. A call that is cancelled (an abort) closes
+its stream, not the shared client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import weakref
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import anthropic
+
+# per loop: an httpx pool cannot outlive the loop it was opened on
+_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str | None, int], Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def api_key() -> str | None:
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if key:
+        return key
+    agent = os.environ.get("PI_CODING_AGENT_DIR") or os.path.join(os.path.expanduser("~"), ".pi", "agent")
+    try:
+        with open(os.path.join(agent, "auth.json")) as f:
+            auth = json.load(f)
+    except (OSError, ValueError):
+        return None
+    entry = auth.get("anthropic") if isinstance(auth, dict) else None
+    if isinstance(entry, dict) and entry.get("type") == "api_key" and isinstance(entry.get("key"), str):
+        return entry["key"]
+    return None
+
+
+def base_url(override: str | None = None) -> str | None:
+    """The caller's URL, else ANTHROPIC_BASE_URL, else the SDK's default (None)."""
+    return override or os.environ.get("ANTHROPIC_BASE_URL") or None
+
+
+def redact(message: str, key: str | None) -> str:
+    return message.replace(key, "[key]") if key else message
+
+
+def client_for(key: str, url: str | None = None, *, max_retries: int = 0) -> anthropic.AsyncAnthropic:
+    """The shared SDK client of the running loop for this key and base URL (made on first use)."""
+    import anthropic
+
+    clients = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
+    url = base_url(url)
+    found = clients.get((key, url, max_retries))
+    if found is None:
+        base = clients.get((key, url, 0))
+        if base is None:
+            base = clients[(key, url, 0)] = anthropic.AsyncAnthropic(api_key=key, base_url=url, max_retries=0)
+        # with_options shares the base client's connection pool
+        found = clients[(key, url, max_retries)] = base.with_options(max_retries=max_retries)
+    return found
+
+
+def _params(body: dict[str, Any]) -> dict[str, Any]:
+    # the SDK sets "stream" itself
+    return {k: v for k, v in body.items() if k != "stream"}
+
+
+async def stream_text(
+    body: dict[str, Any],
+    key: str,
+    *,
+    url: str | None = None,
+    timeout: float,
+    max_retries: int,
+    on_text: Callable[[str], None] | None = None,
+) -> Any:
+    """Stream `body` with the SDK's message helper; returns the final message."""
+    client = client_for(key, url, max_retries=max_retries)
+    async with client.messages.stream(**_params(body), timeout=timeout) as stream:
+        async for text in stream.text_stream:
+            if on_text is not None:
+                on_text(text)
+        return await stream.get_final_message()
+
+
+@asynccontextmanager
+async def stream_events(body: dict[str, Any], key: str, *, timeout: float, max_retries: int) -> AsyncIterator[Any]:
+    """The raw server-sent events of `body`; the stream is closed on exit, also on cancellation."""
+    client = client_for(key, max_retries=max_retries)
+    stream = await client.messages.create(**_params(body), stream=True, timeout=timeout)
+    try:
+        yield stream
+    finally:
+        await stream.close()
+
+
+def error_text(e: Exception) -> str:
+    """The message pi's JS SDK would give (`<status> <body>`), so its retry rules see the same words."""
+    import anthropic
+
+    if isinstance(e, anthropic.APIStatusError):
+        body = e.body if e.body is not None else e.message
+        return f"{e.status_code} {json.dumps(body) if not isinstance(body, str) else body}"
+    if isinstance(e, anthropic.APITimeoutError):
+        return "Request timed out."
+    if isinstance(e, anthropic.APIConnectionError):
+        return "Connection error."
+    return str(e) or type(e).__name__
+
+
+def plain_error(e: Exception, timeout: float) -> str | None:
+    """A short sentence for an SDK error (None when `e` is not one): status and the API's own message."""
+    import anthropic
+
+    if isinstance(e, anthropic.APIStatusError):
+        return f"Anthropic API error {e.status_code}: {_detail(e)}"
+    if isinstance(e, anthropic.APITimeoutError):
+        return f"Anthropic API timed out after {timeout:g} s"
+    if isinstance(e, anthropic.APIConnectionError):
+        return f"cannot reach the Anthropic API: {e}"
+    return None
+
+
+def _detail(e: Any) -> str:
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+    return getattr(e, "message", "") or "request failed"
