@@ -15,13 +15,13 @@ from pi_server.agent.tooldefs import READ_ONLY, TOOL_ORDER
 from pi_server.agent.turn import Hooks, RetrySettings, Snapshot, Turn
 from pi_server.live.appends import SessionAppender
 from pi_server.live.session import LiveSession
+from pi_server.llm.client import api_key
 from pi_server.llm.formats import context_result
 from pi_server.llm.models import ANTHROPIC, anthropic_model
 from pi_server.server import background, errors, notify, params
 from pi_server.server.base import PiServer
 from pi_server.server.results import AbortResult, PromptResult, WriteResult
 from pi_server.server.rpc import pi_method
-from pi_server.llm.client import api_key
 
 log = logging.getLogger("pi_server")
 DEFAULT_THINKING = "medium"  # pi's DEFAULT_THINKING_LEVEL for a new session
