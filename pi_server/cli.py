@@ -105,6 +105,22 @@ def cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_token(path: str | None) -> str:
+    if not path:
+        raise CliError("--tcp needs --token-file (clients must present that token)")
+    try:
+        with open(path) as f:
+            mode = os.fstat(f.fileno()).st_mode
+            token = f.read().strip()
+    except OSError as e:
+        raise CliError(f"cannot read token file {path}: {e.strerror}") from None
+    if not token:
+        raise CliError(f"token file {path} is empty")
+    if mode & 0o077:
+        print(f"pi-server: warning: token file {path} is open to other users; run chmod 600 {path}", file=sys.stderr)
+    return token
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
@@ -118,17 +134,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # pygls logs every message body at INFO, and tracebacks for errors we raise on purpose
     logging.getLogger("pygls").setLevel(logging.CRITICAL)
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
-    token = None
-    if getattr(args, "tcp", False):
-        if not args.token_file:
-            raise CliError("--tcp needs --token-file (clients must present that token)")
-        try:
-            with open(args.token_file) as f:
-                token = f.read().strip()
-        except OSError as e:
-            raise CliError(f"cannot read token file {args.token_file}: {e.strerror}") from None
-        if not token:
-            raise CliError(f"token file {args.token_file} is empty")
+    token = _read_token(args.token_file) if getattr(args, "tcp", False) else None
     options = ServerOptions(
         session_dirs=getattr(args, "sessions_dir", None) or [],
         state_dir=getattr(args, "state_dir", None),
@@ -136,15 +142,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         busy_timeout=getattr(args, "busy_timeout", None) or 120.0,
         max_live_entries=getattr(args, "max_live_entries", None) or 100_000,
     )
-    server = create_server(options)
-    try:
-        if token is not None:
-            server.start_tcp("127.0.0.1", args.port)
-        else:
+    if token is not None:
+        from pi_server.server.tcp import ListenError, serve_tcp
+
+        try:
+            serve_tcp(options, "127.0.0.1", args.port)
+        except ListenError as e:
+            raise CliError(str(e)) from None
+        except KeyboardInterrupt:
+            pass
+    else:
+        server = create_server(options)
+        try:
             server.start_io()
-    finally:
-        server.stop.set()
-        server.worker.shutdown(wait=False, cancel_futures=True)
+        finally:
+            server.stop.set()
+            server.worker.shutdown(wait=False, cancel_futures=True)
     try:
         sys.stdout.flush()
     except (OSError, ValueError):

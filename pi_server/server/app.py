@@ -7,6 +7,7 @@ threads), so the event loop only reads and writes messages.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import os
 from collections.abc import Callable
@@ -127,6 +128,27 @@ class PiServer(LanguageServer):
             log.exception("internal error")
             raise errors.Internal(f"internal error: {type(e).__name__}") from None
 
+    def token_ok(self, token: Any) -> bool:
+        """The client's token against ours, in constant time (no token configured: anyone)."""
+        if self.options.token is None:
+            return True
+        if not isinstance(token, str):
+            return False
+        return hmac.compare_digest(token.encode(), self.options.token.encode())
+
+    def open_registry(self, init: params.InitOptions) -> Registry:
+        """The core this client works on (over TCP, one shared core from the server's flags)."""
+        return setup_registry(self, init)
+
+    def start_background(self) -> None:
+        """Indexing, watching and queue flushing, once the client is initialized."""
+        from pi_server.server import background
+
+        self.tasks.append(asyncio.ensure_future(background.initial_index(self)))
+        if self.options.watch:
+            self.tasks.append(asyncio.ensure_future(background.watch_roots(self)))
+            self.tasks.append(asyncio.ensure_future(background.pending_timer(self)))
+
     def refuse(self) -> None:
         """Drop a client that failed the token check (the server serves one client)."""
         writer = getattr(self.protocol, "writer", None)
@@ -155,8 +177,8 @@ def parse(model: type[P], raw: Any) -> P:
         raise errors.invalid_params(e) from None
 
 
-def create_server(options: ServerOptions) -> PiServer:
-    server = PiServer(options)
+def create_server(options: ServerOptions, cls: Callable[[ServerOptions], PiServer] = PiServer) -> PiServer:
+    server = cls(options)
     from pi_server.server import documents, handlers
 
     handlers.register(server)

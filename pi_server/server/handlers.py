@@ -13,7 +13,7 @@ from pi_server.agent import rpc as agent_rpc
 from pi_server.agent.rpc import declared_tools
 from pi_server.context.formats import context_result
 from pi_server.server import background, errors, params
-from pi_server.server.app import PiServer, parse, setup_registry
+from pi_server.server.app import PiServer, parse
 from pi_server.summaries.client import SummaryError
 from pi_server.summaries.compaction import prepare_compaction
 from pi_server.tree.outline import get_tree
@@ -48,12 +48,12 @@ def register(server: PiServer) -> None:
         raw = p.initialization_options if isinstance(p.initialization_options, dict) else {}
         init = parse(params.InitOptions, raw)
         if ls.options.token is not None:
-            if init.token != ls.options.token:
+            if not ls.token_ok(init.token):
                 log.warning("client refused: wrong token")
                 asyncio.get_running_loop().call_later(0.05, ls.refuse)
                 raise errors.InvalidParams("invalid token")
             ls.authorized = True
-        ls.registry = setup_registry(ls, init)
+        ls.registry = ls.open_registry(init)
         ls.summary_options = init.summary
         ls.agent_options = init.agent
         ls.client_tools = declared_tools(p.capabilities)
@@ -62,10 +62,7 @@ def register(server: PiServer) -> None:
     async def initialized(ls: PiServer, _p: Any) -> None:
         if ls.registry is None or not ls.authorized:
             return
-        ls.tasks.append(asyncio.ensure_future(background.initial_index(ls)))
-        if ls.options.watch:
-            ls.tasks.append(asyncio.ensure_future(background.watch_roots(ls)))
-            ls.tasks.append(asyncio.ensure_future(background.pending_timer(ls)))
+        ls.start_background()
 
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(ls: PiServer, _p: Any) -> None:
