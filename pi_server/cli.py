@@ -134,6 +134,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # pygls logs every message body at INFO, and tracebacks for errors we raise on purpose
     logging.getLogger("pygls").setLevel(logging.CRITICAL)
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    from pi_server import redact
+    from pi_server.summaries.client import api_key
+
+    redact.install([api_key()])  # the API key never reaches a log line, whoever logs it
     token = _read_token(args.token_file) if getattr(args, "tcp", False) else None
     options = ServerOptions(
         session_dirs=getattr(args, "sessions_dir", None) or [],

@@ -18,9 +18,16 @@ TOKEN = "tok-" + "9" * 40
 
 
 class Server:
-    def __init__(self, tmp: Path, token: str = TOKEN, port: int = 0, extra: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        token: str = TOKEN,
+        port: int = 0,
+        extra: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.tmp = tmp
-        self.sessions = tmp / "sessions"
+        self.sessions = tmp / "tcp-sessions"
         if not self.sessions.exists():
             shutil.copytree(SAMPLES, self.sessions)
         self.token_file = tmp / "token"
@@ -31,7 +38,7 @@ class Server:
         cmd = [sys.executable, "-m", "pi_server", "serve", "--tcp", "--port", str(port)]
         cmd += ["--token-file", str(self.token_file), "--sessions-dir", str(self.sessions)]
         cmd += ["--state-dir", str(self.state), "--log-file", str(self.log), *(extra or [])]
-        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
         self.stderr: list[str] = []
         self.port = self._wait_port()
 

@@ -75,10 +75,13 @@ def register(reg: Any) -> None:
             reg_.turns.add(live.path)
             leaf = live.leaf_id
             ctx = context_result(live.index, leaf, before_first=live.explicit and leaf is None, fmt="llm")
-            cwd = live.index.header.cwd if live.index.header and live.index.header.cwd else (p.cwd or "/")
+            # a header without a cwd gives no folder to confine tools to: no tools at all
+            cwd = live.index.header.cwd if live.index.header and live.index.header.cwd else ""
             return live, ctx, cwd
 
         live, ctx, cwd = await ls.core(start)
+        if not cwd:
+            tools = []
         snap = Snapshot(
             messages=ctx["messages"],
             model=anthropic_model(ctx["model"]),

@@ -7,6 +7,8 @@ mapping, and on failure stopReason "error" (or "aborted") with errorMessage.
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
 import os
 import time
@@ -103,10 +105,16 @@ def error_text(e: Exception) -> str:
 
 async def call_model(body: dict[str, Any], key: str, out: dict[str, Any], emit: Emit, timeout: float = 600.0) -> None:
     """Stream `body` into `out` (pi's AssistantMessage, filled in place so an abort keeps the partial)."""
-    import anthropic
+    # the SDK's first import takes seconds: off the event loop, or every client waits for it
+    anthropic = await asyncio.to_thread(importlib.import_module, "anthropic")
 
-    client = anthropic.AsyncAnthropic(
-        api_key=key, base_url=os.environ.get("ANTHROPIC_BASE_URL") or None, timeout=timeout, max_retries=0
+    # building the client loads the CA bundle (tens of ms of CPU): off the event loop too
+    client = await asyncio.to_thread(
+        anthropic.AsyncAnthropic,
+        api_key=key,
+        base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
+        timeout=timeout,
+        max_retries=0,
     )
     model_id = out["model"]
     blocks = out["content"]
