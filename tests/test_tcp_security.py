@@ -259,3 +259,13 @@ def test_a_token_file_others_can_read_is_warned_about(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_a_silent_or_slow_stranger_is_dropped(server: Server) -> None:
+    silent = Peer(server.port, timeout=30)
+    slow = Peer(server.port, timeout=30)
+    slow.sock.sendall(b"Content-Length: 10")  # a header that never ends
+    start = time.monotonic()
+    assert silent.read() is None and slow.read() is None
+    assert time.monotonic() - start < 20  # the 10 s authentication deadline, not forever
+    assert server.alive()

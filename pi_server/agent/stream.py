@@ -103,19 +103,22 @@ def error_text(e: Exception) -> str:
     return str(e) or type(e).__name__
 
 
-async def call_model(body: dict[str, Any], key: str, out: dict[str, Any], emit: Emit, timeout: float = 600.0) -> None:
-    """Stream `body` into `out` (pi's AssistantMessage, filled in place so an abort keeps the partial)."""
-    # the SDK's first import takes seconds: off the event loop, or every client waits for it
+async def _client(key: str, timeout: float) -> Any:
+    """The SDK client, made off the event loop: the SDK's first import takes seconds and
+    the client loads the CA bundle, and every other client of the server would wait."""
     anthropic = await asyncio.to_thread(importlib.import_module, "anthropic")
-
-    # building the client loads the CA bundle (tens of ms of CPU): off the event loop too
-    client = await asyncio.to_thread(
+    return await asyncio.to_thread(
         anthropic.AsyncAnthropic,
         api_key=key,
         base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
         timeout=timeout,
         max_retries=0,
     )
+
+
+async def call_model(body: dict[str, Any], key: str, out: dict[str, Any], emit: Emit, timeout: float = 600.0) -> None:
+    """Stream `body` into `out` (pi's AssistantMessage, filled in place so an abort keeps the partial)."""
+    client = await _client(key, timeout)
     model_id = out["model"]
     blocks = out["content"]
     try:
