@@ -1,4 +1,4 @@
-"""The command line: `pi-server ls | tree | context`, and `pi-server [serve]`, the server."""
+"""The command line: `pi-server ls | tree | context`, and the server (`serve`, or no command)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import json
 import os
 import re
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from pi_server import __version__
 from pi_server.llm.formats import FORMATS, context_result
 from pi_server.store.discovery import list_sessions, resolve_roots
 from pi_server.store.index import NotASession, SessionIndex
+from pi_server.store.state import default_state_dir, saved_leaf
 from pi_server.tree.outline import FILTERS, Outline, get_tree, render_text
 
 
@@ -41,6 +42,24 @@ def _leaf(idx: SessionIndex, leaf: str | None) -> str | None:
     return leaf
 
 
+def _current_leaf(idx: SessionIndex, args: argparse.Namespace) -> tuple[str | None, bool]:
+    """(leaf, before the first entry): --leaf, else the server's pointer, else the last entry.
+
+    The server keeps a switched leaf in its state dir while the file has not grown
+    since (as it serves getTree/buildContext without leafId); the CLI shows the same.
+    """
+    if args.leaf is not None:
+        return _leaf(idx, args.leaf), False
+    saved = saved_leaf(args.state_dir or default_state_dir(), idx.path)
+    if saved is not None and saved.get("size") == idx.size:
+        lid = saved["leafId"]
+        if lid is None or lid in idx.by_id:
+            where = f"entry {lid}" if lid else "before the first entry"
+            print(f"pi-server: at the leaf an editor switched to ({where}); --leaf ID for another", file=sys.stderr)
+            return lid, lid is None
+    return idx.last_id, False
+
+
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -55,8 +74,15 @@ def _print(line: str) -> None:
     sys.stdout.write(_LONE_SURROGATE.sub("\ufffd", line) + "\n")
 
 
+def _roots(dirs: list[str] | None) -> tuple[list[str], bool]:
+    for d in dirs or []:
+        if not os.path.isdir(os.path.expanduser(d)):
+            raise CliError(f"no such directory: {d}")
+    return resolve_roots(dirs)
+
+
 def cmd_ls(args: argparse.Namespace) -> int:
-    roots, samples = resolve_roots(args.sessions_dir)
+    roots, samples = _roots(args.sessions_dir)
     if samples:
         print("no pi sessions on this machine; showing pi-server's bundled samples", file=sys.stderr)
     sessions = list_sessions(roots, query=args.query, limit=args.limit)
@@ -75,7 +101,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def _newest(dirs: list[str] | None) -> str:
-    roots, samples = resolve_roots(dirs)
+    roots, samples = _roots(dirs)
     sessions = list_sessions(roots, limit=1)
     if not sessions:
         raise CliError("no sessions found under " + ", ".join(roots))
@@ -86,7 +112,7 @@ def _newest(dirs: list[str] | None) -> str:
 
 def cmd_tree(args: argparse.Namespace) -> int:
     idx = _open(args.file if args.file else _newest(args.sessions_dir))
-    leaf = _leaf(idx, args.leaf)
+    leaf, _ = _current_leaf(idx, args)
     result = get_tree(Outline(idx), leaf, args.filter, args.search or "", args.fold or [], args.offset, args.limit)
     if args.json:
         _dump(result)
@@ -100,9 +126,25 @@ def cmd_tree(args: argparse.Namespace) -> int:
 
 def cmd_context(args: argparse.Namespace) -> int:
     idx = _open(args.file)
-    leaf = None if args.before_first else _leaf(idx, args.leaf)
-    _dump(context_result(idx, leaf, before_first=args.before_first, fmt=args.format))
+    leaf, before = (None, True) if args.before_first else _current_leaf(idx, args)
+    _dump(context_result(idx, leaf, before_first=before, fmt=args.format))
     return 0
+
+
+def _read_token(path: str | None) -> str:
+    if not path:
+        raise CliError("--tcp needs --token-file (clients must present that token)")
+    try:
+        with open(path) as f:
+            mode = os.fstat(f.fileno()).st_mode
+            token = f.read().strip()
+    except OSError as e:
+        raise CliError(f"cannot read token file {path}: {e.strerror}") from None
+    if not token:
+        raise CliError(f"token file {path} is empty")
+    if mode & 0o077:
+        print(f"pi-server: warning: token file {path} is open to other users; run chmod 600 {path}", file=sys.stderr)
+    return token
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -118,17 +160,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # pygls logs every message body at INFO, and tracebacks for errors we raise on purpose
     logging.getLogger("pygls").setLevel(logging.CRITICAL)
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
-    token = None
-    if getattr(args, "tcp", False):
-        if not args.token_file:
-            raise CliError("--tcp needs --token-file (clients must present that token)")
-        try:
-            with open(args.token_file) as f:
-                token = f.read().strip()
-        except OSError as e:
-            raise CliError(f"cannot read token file {args.token_file}: {e.strerror}") from None
-        if not token:
-            raise CliError(f"token file {args.token_file} is empty")
+    from pi_server import redact
+    from pi_server.llm.client import api_key
+
+    redact.install([api_key()])  # the API key never reaches a log line, whoever logs it
+    token = _read_token(args.token_file) if getattr(args, "tcp", False) else None
     options = ServerOptions(
         session_dirs=getattr(args, "sessions_dir", None) or [],
         state_dir=getattr(args, "state_dir", None),
@@ -136,15 +172,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         busy_timeout=getattr(args, "busy_timeout", None) or 120.0,
         max_live_entries=getattr(args, "max_live_entries", None) or 100_000,
     )
-    server = create_server(options)
-    try:
-        if token is not None:
-            server.start_tcp("127.0.0.1", args.port)
-        else:
+    if token is not None:
+        from pi_server.server.tcp import ListenError, serve_tcp
+
+        try:
+            serve_tcp(options, "127.0.0.1", args.port)
+        except ListenError as e:
+            raise CliError(str(e)) from None
+        except KeyboardInterrupt:
+            pass
+    else:
+        server = create_server(options)
+        try:
             server.start_io()
-    finally:
-        server.stop.set()
-        server.worker.shutdown(wait=False, cancel_futures=True)
+        finally:
+            server.stop.set()
+            server.worker.shutdown(wait=False, cancel_futures=True)
     try:
         sys.stdout.flush()
     except (OSError, ValueError):
@@ -152,15 +195,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os._exit(0)  # watcher threads must not outlive the connection
 
 
+def _count(text: str) -> int:
+    """A non-negative integer argument."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text}")
+    return n
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # one line, as every other CLI error (argparse would add the usage first)
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pi-server", description="Serve pi's session trees to editors.")
+    p = _Parser(
+        prog="pi-server",
+        description="Serve pi's session trees to editors, or show them on the command line.",
+        epilog="With no command, pi-server is the LSP server over stdio (what editors start): "
+        "pi-server [--sessions-dir D]... [--state-dir D]. Over TCP: pi-server serve --tcp --port N "
+        "--token-file F (127.0.0.1 only). See pi-server serve --help.",
+    )
     p.add_argument("--version", action="version", version=f"pi-server {__version__}")
     sub = p.add_subparsers(dest="command")
 
     ls = sub.add_parser("ls", help="list sessions, newest first")
     ls.add_argument("--sessions-dir", action="append", metavar="D", help="a sessions root (repeatable)")
     ls.add_argument("--query", help="words that must all appear in the name or messages")
-    ls.add_argument("--limit", type=int)
+    ls.add_argument("--limit", type=_count, metavar="N")
     ls.add_argument("--json", action="store_true", help="print the pi/listSessions result")
     ls.set_defaults(func=cmd_ls)
 
@@ -169,30 +235,32 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--sessions-dir", action="append", metavar="D", help="where to look when FILE is omitted")
     tr.add_argument("--filter", choices=FILTERS, default="default")
     tr.add_argument("--search")
-    tr.add_argument("--leaf", metavar="ID")
+    tr.add_argument("--leaf", metavar="ID", help="default: the leaf the server keeps, else the last entry")
+    tr.add_argument("--state-dir", metavar="D", help="the server's state dir (for its leaf pointers)")
     tr.add_argument("--fold", action="append", metavar="ID", help="fold this entry (repeatable)")
-    tr.add_argument("--offset", type=int, default=0)
-    tr.add_argument("--limit", type=int)
+    tr.add_argument("--offset", type=_count, default=0, metavar="N")
+    tr.add_argument("--limit", type=_count, metavar="N")
     tr.add_argument("--json", action="store_true", help="print the pi/getTree result")
     tr.set_defaults(func=cmd_tree)
 
     cx = sub.add_parser("context", help="print the pi/buildContext result as JSON")
     cx.add_argument("file")
     g = cx.add_mutually_exclusive_group()
-    g.add_argument("--leaf", metavar="ID")
+    g.add_argument("--leaf", metavar="ID", help="default: the leaf the server keeps, else the last entry")
     g.add_argument("--before-first", action="store_true", help="the context before the first entry (empty)")
     cx.add_argument("--format", choices=FORMATS, default="agent")
+    cx.add_argument("--state-dir", metavar="D", help="the server's state dir (for its leaf pointers)")
     cx.set_defaults(func=cmd_context)
     sv = sub.add_parser("serve", help="serve the protocol (stdio unless --tcp)")
     sv.add_argument("--tcp", action="store_true", help="listen on 127.0.0.1 instead of stdio")
-    sv.add_argument("--port", type=int, default=0)
+    sv.add_argument("--port", type=_count, default=0, help="default: a free port, printed on stderr")
     sv.add_argument("--token-file", metavar="F", help="the token TCP clients must send")
     sv.add_argument("--sessions-dir", action="append", metavar="D", help="a sessions root (repeatable)")
     sv.add_argument("--state-dir", metavar="D", help="where leaf pointers and pending writes are kept")
     sv.add_argument("--busy-timeout", type=float, metavar="S", help="seconds after which a pi turn counts as over")
     sv.add_argument(
         "--max-live-entries",
-        type=int,
+        type=_count,
         metavar="N",
         help="entries kept indexed in memory (default 100000); the rest reload from the index cache",
     )

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures" / "pi"
+SHARED_FIXTURES = ROOT / "tests" / "fixtures" / "pi"  # pi's v1 files, copied into the repository
 ORACLE_SCRIPT = ROOT / "tests" / "oracle" / "generate.mjs"
 CACHE = ROOT / ".oracle-cache"
 SEED = int(os.environ.get("PI_ORACLE_SEED", "1"))

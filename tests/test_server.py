@@ -466,7 +466,7 @@ async def test_progress_and_disconnect(store) -> None:
 
 
 async def test_first_write_to_a_v1_file_migrates_it_as_pi_does(store, tmp_path: Path) -> None:
-    src = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "pi" / "before-compaction.jsonl"
+    src = Path(__file__).resolve().parent / "fixtures" / "pi" / "before-compaction.jsonl"
     v1 = Path(store["root"]) / "--old--" / "2025-12-09T00-53-29-825Z_ffae836b.jsonl"
     v1.parent.mkdir()
     shutil.copy(src, v1)

@@ -41,7 +41,7 @@ def context_files(cwd: str) -> list[tuple[str, str]]:
         seen.add(g[0])
     ancestors: list[tuple[str, str]] = []
     d = cwd
-    while True:
+    while os.path.isabs(d):  # no cwd (a header without one): no project files
         c = _context_file(d)
         if c and c[0] not in seen:
             ancestors.insert(0, c)

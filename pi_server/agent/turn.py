@@ -17,7 +17,7 @@ from typing import Any
 
 from pi_server.agent.stream import call_model, empty_message, strip_scratch
 from pi_server.agent.tooldefs import TOOL_DEFS
-from pi_server.agent.tools import LOCAL_TOOLS, ToolError, error_result, resolve_in_cwd, run_local
+from pi_server.agent.tools import LOCAL_TOOLS, ToolError, error_result, resolve_in_cwd, run_tool
 from pi_server.llm.anthropic import cache_control, request_body
 from pi_server.llm.models import ModelInfo
 
@@ -134,7 +134,7 @@ class Turn:
         if name not in self.snap.tools:
             result, is_error = error_result(f"Tool {name} not found"), True
         elif name in LOCAL_TOOLS:
-            finished, res = await self._abortable(asyncio.to_thread(run_local, name, args, self.snap.cwd))
+            finished, res = await self._abortable(run_tool(name, args, self.snap.cwd))
             result, is_error = res if finished else (error_result("Operation aborted"), True)
         else:
             result, is_error = await self._remote(call)

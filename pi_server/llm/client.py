@@ -14,8 +14,10 @@ its stream, not the shared client.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
+import sys
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -71,6 +73,13 @@ def client_for(key: str, url: str | None = None, *, max_retries: int = 0) -> ant
     return found
 
 
+async def _loaded() -> None:
+    """Import the SDK off the event loop: its first import takes seconds, and every other
+    client of the server would wait behind it."""
+    if "anthropic" not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, "anthropic")
+
+
 def _params(body: dict[str, Any]) -> dict[str, Any]:
     # the SDK sets "stream" itself
     return {k: v for k, v in body.items() if k != "stream"}
@@ -86,6 +95,7 @@ async def stream_text(
     on_text: Callable[[str], None] | None = None,
 ) -> Any:
     """Stream `body` with the SDK's message helper; returns the final message."""
+    await _loaded()
     client = client_for(key, url, max_retries=max_retries)
     async with client.messages.stream(**_params(body), timeout=timeout) as stream:
         async for text in stream.text_stream:
@@ -97,6 +107,7 @@ async def stream_text(
 @asynccontextmanager
 async def stream_events(body: dict[str, Any], key: str, *, timeout: float, max_retries: int) -> AsyncIterator[Any]:
     """The raw server-sent events of `body`; the stream is closed on exit, also on cancellation."""
+    await _loaded()
     client = client_for(key, max_retries=max_retries)
     stream = await client.messages.create(**_params(body), stream=True, timeout=timeout)
     try:

@@ -1,10 +1,12 @@
 """The server as a whole: a fresh PiServer with every method of `server/methods` installed.
 
 A factory, not a module-global server, so each test (and each TCP connection's
-server, when there is one) gets its own.
+server) gets its own.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from pi_server.server import rpc
 from pi_server.server.base import PiServer, ServerOptions, converter_factory
@@ -16,7 +18,7 @@ _METHOD_MODULES = (lifecycle, sessions, writes, edits, summaries, agent, documen
 __all__ = ["PiServer", "ServerOptions", "converter_factory", "create_server"]
 
 
-def create_server(options: ServerOptions) -> PiServer:
-    server = PiServer(options)
+def create_server(options: ServerOptions, cls: Callable[[ServerOptions], PiServer] = PiServer) -> PiServer:
+    server = cls(options)
     rpc.install(server)
     return server

@@ -7,6 +7,7 @@ threads), so the event loop only reads and writes messages.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,8 @@ from pi_server.live.registry import Registry
 from pi_server.server import errors
 from pi_server.server.options import Options
 from pi_server.server.rpc import PI_METHODS
+from pi_server.store.discovery import resolve_roots
+from pi_server.store.state import StateDir
 from pi_server.store.writer import WriteFailed as CoreWriteFailed
 
 log = logging.getLogger("pi_server")
@@ -107,6 +110,31 @@ class PiServer(LanguageServer):
             log.exception("internal error")
             raise errors.Internal(f"internal error: {type(e).__name__}") from None
 
+    def token_ok(self, token: Any) -> bool:
+        """The client's token against ours, in constant time (no token configured: anyone)."""
+        if self.options.token is None:
+            return True
+        if not isinstance(token, str):
+            return False
+        return hmac.compare_digest(token.encode(), self.options.token.encode())
+
+    def open_registry(self, opts: Options) -> Registry:
+        """The core this client works on (over TCP: one shared core from the server's own flags)."""
+        return build_registry(opts)
+
+    def start_background(self) -> None:
+        """Indexing, watching and queue flushing, once the client is initialized."""
+        from pi_server.server import background  # background imports this module
+
+        self.tasks.append(asyncio.ensure_future(background.initial_index(self)))
+        if self.options.watch:
+            self.tasks.append(asyncio.ensure_future(background.watch_roots(self)))
+            self.tasks.append(asyncio.ensure_future(background.pending_timer(self)))
+
+    def notify(self, method: str, payload: dict[str, Any]) -> None:
+        """Send a notification (the TCP transport routes file notifications to every client)."""
+        self.protocol.notify(method, payload)
+
     def refuse(self) -> None:
         """Drop a client that failed the token check (the server serves one client)."""
         writer = getattr(self.protocol, "writer", None)
@@ -119,3 +147,13 @@ class PiServer(LanguageServer):
     def report_server_error(self, error: Exception, source: Any) -> None:
         if not isinstance(error, errors.PiError):
             log.error("%s", error)
+
+
+def build_registry(opts: Options) -> Registry:
+    roots, _samples = resolve_roots(opts.session_dirs)
+    return Registry(
+        roots=roots,
+        state=StateDir(opts.state_dir),
+        busy_timeout=opts.busy_timeout,
+        max_live_entries=opts.max_live_entries,
+    )

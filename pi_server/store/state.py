@@ -45,6 +45,13 @@ def _read_json(path: Path, default: Any) -> Any:
         return default  # missing or corrupt: start over, never trust it
 
 
+def saved_leaf(root: str, session: str) -> dict[str, Any] | None:
+    """The server's leaf pointer for a session, read without creating anything (for the CLI)."""
+    leaves = _read_json(Path(root) / "leaves.json", {})
+    v = leaves.get(os.path.abspath(session)) if isinstance(leaves, dict) else None
+    return v if isinstance(v, dict) and "leafId" in v else None
+
+
 class StateDir:
     def __init__(self, root: str) -> None:
         self.root = Path(root)

@@ -6,7 +6,7 @@
 //      plus two hand-written edge-case files,
 //   2. record what pi computes for every file (contexts, LLM payloads, tree,
 //      tree-selector outlines, session list info) as <name>.expected.json,
-//   3. do the same for migrated copies of /work/shared/fixtures/pi/*.jsonl.
+//   3. do the same for migrated copies of tests/fixtures/pi/*.jsonl.
 //
 // Usage: node tests/oracle/generate.mjs OUTDIR [--seed N] [--count K] [--pi 1.6 [--old DIR]]
 // See tests/oracle/README.md for the output schema.
@@ -34,7 +34,7 @@ delete process.env.PI_CACHE_RETENTION;
 
 const FAKE_BASE_URL = "http://127.0.0.1:9";
 const API_KEY = "test-key";
-const FIXTURES_DIR = "/work/shared/fixtures/pi";
+const FIXTURES_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "pi");
 const MISSING_LEAF = "__missing__";
 const RENDER_WIDTH = 100000;
 

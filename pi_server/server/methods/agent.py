@@ -79,10 +79,13 @@ async def prompt(ls: PiServer, p: params.Prompt) -> PromptResult:
         reg.turns[live.path] = turn_id  # the Turn replaces this once it exists
         leaf = live.leaf_id
         ctx = context_result(live.index, leaf, before_first=live.explicit and leaf is None, fmt="llm")
-        cwd = live.index.header.cwd if live.index.header and live.index.header.cwd else (p.cwd or "/")
+        # a header without a cwd gives no folder to confine tools to: no tools at all
+        cwd = live.index.header.cwd if live.index.header and live.index.header.cwd else ""
         return live, ctx, cwd
 
     live, ctx, cwd = await ls.core(start)
+    if not cwd:
+        tools = []
     snap = Snapshot(
         messages=ctx["messages"],
         model=anthropic_model(ctx["model"]),

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 from typing import Any
 
 from lsprotocol import types as lsp
 
 from pi_server.agent.tooldefs import CLIENT_TOOLS
-from pi_server.live.registry import Registry
-from pi_server.server import background, errors
+from pi_server.server import errors
 from pi_server.server.base import PiServer
 from pi_server.server.options import resolve
 from pi_server.server.rpc import lsp_feature
-from pi_server.store.discovery import resolve_roots
-from pi_server.store.state import StateDir
 
 log = logging.getLogger("pi_server")
 
@@ -26,7 +22,7 @@ def initialize(ls: PiServer, p: lsp.InitializeParams) -> None:
     """Check the token (TCP), resolve the options, open the registry."""
     opts, problems = resolve(p.initialization_options, ls.options)
     if ls.options.token is not None:
-        if opts.token is None or not hmac.compare_digest(opts.token.encode(), ls.options.token.encode()):
+        if not ls.token_ok(opts.token):
             log.warning("client refused: wrong token")
             asyncio.get_running_loop().call_later(0.05, ls.refuse)
             raise errors.InvalidParams("invalid token")
@@ -35,13 +31,7 @@ def initialize(ls: PiServer, p: lsp.InitializeParams) -> None:
         log.warning("%s", problem)
         ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=f"pi-server: {problem}"))
     ls.settings = opts
-    roots, _samples = resolve_roots(opts.session_dirs)
-    ls.registry = Registry(
-        roots=roots,
-        state=StateDir(opts.state_dir),
-        busy_timeout=opts.busy_timeout,
-        max_live_entries=opts.max_live_entries,
-    )
+    ls.registry = ls.open_registry(opts)
     ls.client_tools = declared_tools(p.capabilities)
 
 
@@ -58,10 +48,7 @@ async def initialized(ls: PiServer, _p: Any) -> None:
     """Start indexing, watching and the queue timer once the client is ready."""
     if ls.registry is None or not ls.authorized:
         return
-    ls.tasks.append(asyncio.ensure_future(background.initial_index(ls)))
-    if ls.options.watch:
-        ls.tasks.append(asyncio.ensure_future(background.watch_roots(ls)))
-        ls.tasks.append(asyncio.ensure_future(background.pending_timer(ls)))
+    ls.start_background()
 
 
 @lsp_feature(lsp.SHUTDOWN)
