@@ -12,6 +12,7 @@ PKG = Path(__file__).resolve().parent.parent / "pi_server"
 # bottom first; packages on one rank may not import each other
 RANK = {
     "jsutil": 0,
+    "redact": 0,
     "store": 1,
     "tree": 2,
     "context": 3,

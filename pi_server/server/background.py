@@ -7,16 +7,25 @@ import logging
 import os
 import time
 import uuid
+from typing import Any
 
 from lsprotocol import types as lsp
 from watchfiles import Change, awatch
 
 from pi_server.server import errors, notify
-from pi_server.server.base import PiServer
 
 log = logging.getLogger("pi_server")
+PiServer = Any  # server.base.PiServer, which starts this work (so this module cannot import it)
 DEBOUNCE_MS = 20  # watchfiles waits this long for more changes before yielding
 STEP_MS = 5
+
+
+def start(ls: PiServer) -> None:
+    """Indexing, watching and queue flushing, once a client is initialized."""
+    ls.tasks.append(asyncio.ensure_future(initial_index(ls)))
+    if ls.options.watch:
+        ls.tasks.append(asyncio.ensure_future(watch_roots(ls)))
+        ls.tasks.append(asyncio.ensure_future(pending_timer(ls)))
 
 
 async def watch_roots(ls: PiServer) -> None:

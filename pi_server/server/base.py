@@ -28,7 +28,7 @@ from pygls.protocol import (
 from pi_server import __version__
 from pi_server.live import errors as live_errors
 from pi_server.live.registry import Registry
-from pi_server.server import errors
+from pi_server.server import background, errors
 from pi_server.server.options import Options
 from pi_server.server.rpc import PI_METHODS
 from pi_server.store.discovery import resolve_roots
@@ -124,12 +124,7 @@ class PiServer(LanguageServer):
 
     def start_background(self) -> None:
         """Indexing, watching and queue flushing, once the client is initialized."""
-        from pi_server.server import background  # background imports this module
-
-        self.tasks.append(asyncio.ensure_future(background.initial_index(self)))
-        if self.options.watch:
-            self.tasks.append(asyncio.ensure_future(background.watch_roots(self)))
-            self.tasks.append(asyncio.ensure_future(background.pending_timer(self)))
+        background.start(self)
 
     def notify(self, method: str, payload: dict[str, Any]) -> None:
         """Send a notification (the TCP transport routes file notifications to every client)."""
