@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_oracle
 from lsp_client import server
 from pygls.exceptions import JsonRpcException
 
@@ -177,15 +178,8 @@ async def test_fork_equals_pis_create_branched_session(store, tmp_path: Path) ->
     big = store["big"]
     idx = SessionIndex.open(big)
     leaf = idx.ids[-3]
-    pi = json.loads(
-        subprocess.run(
-            ["node", str(ORACLE / "fork.mjs"), big, leaf, str(tmp_path / "pi")],
-            check=True,
-            capture_output=True,
-            text=True,
-            cwd=ORACLE.parent.parent,
-        ).stdout
-    )
+    # pi 1.6.0 is the reference: labels leave the path and what followed them is re-chained
+    pi = run_oracle("fork.mjs", big, leaf, str(tmp_path / "pi"), "1.6", pi16=True)
     async with server(*args(store)) as c:
         new = (await c.call("pi/fork", {"session": big, "leafId": leaf}))["session"]
         await c.wait_for("pi/sessionsChanged", lambda p: new in p["added"])
