@@ -21,7 +21,7 @@ def rss() -> int:
 
 
 def measure(path: str) -> dict:
-    from pi_server.context.formats import context_result
+    from pi_server.llm.formats import context_result
     from pi_server.store.index import SessionIndex
     from pi_server.tree.outline import Outline, get_tree
     from pi_server.tree.paths import path_to

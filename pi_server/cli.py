@@ -1,4 +1,4 @@
-"""The command line: `pi-server ls | tree | context`, and (soon) the server."""
+"""The command line: `pi-server ls | tree | context`, and `pi-server [serve]`, the server."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from pi_server import __version__
-from pi_server.context.formats import FORMATS, context_result
+from pi_server.llm.formats import FORMATS, context_result
 from pi_server.store.discovery import list_sessions, resolve_roots
 from pi_server.store.index import NotASession, SessionIndex
 from pi_server.tree.outline import FILTERS, Outline, get_tree, render_text
@@ -196,6 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="entries kept indexed in memory (default 100000); the rest reload from the index cache",
     )
+    # language clients name their transport and process id; stdio is what pi-server speaks anyway
+    sv.add_argument("--stdio", action="store_true", help="serve over stdio (the default; accepted for LSP clients)")
+    sv.add_argument("--clientProcessId", metavar="PID", help=argparse.SUPPRESS)
     sv.add_argument("--log-file", metavar="F", help="log here instead of stderr")
     sv.add_argument("-v", "--verbose", action="store_true")
     sv.set_defaults(func=cmd_serve)

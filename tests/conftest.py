@@ -121,7 +121,7 @@ def decoded_bytes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Lengths of the lines the index parses from now on (to check that only new bytes are read)."""
     import pi_server.store.index as index_mod
 
-    real = index_mod._nav_decoder
+    real = index_mod.nav_decoder
     seen: list[int] = []
 
     class Counting:
@@ -129,7 +129,7 @@ def decoded_bytes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             seen.append(len(raw))
             return real.decode(raw)
 
-    monkeypatch.setattr(index_mod, "_nav_decoder", Counting())
+    monkeypatch.setattr(index_mod, "nav_decoder", Counting())
     return seen
 
 

@@ -101,8 +101,16 @@ class FakeAnthropic:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            # as the real API: HTTP/1.1, streams chunked (HTTP/1.0 close-delimited bodies are
+            # read whole by some HTTP clients before the first event is seen)
+            protocol_version = "HTTP/1.1"
+
             def log_message(self, *a: Any) -> None:
                 pass
+
+            def _chunk(self, data: bytes) -> None:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
 
             def do_POST(self) -> None:  # noqa: N802
                 n = int(self.headers.get("content-length", "0"))
@@ -120,25 +128,31 @@ class FakeAnthropic:
 
                     self.send_response(200)
                     self.send_header("content-type", "text/event-stream")
+                    self.send_header("transfer-encoding", "chunked")
+                    self.send_header("connection", "close")
                     self.end_headers()
                     try:
                         for chunk in payload:
-                            self.wfile.write(chunk)
-                            self.wfile.flush()
+                            self._chunk(chunk)
                             if fake.chunk_delay:
                                 time.sleep(fake.chunk_delay)
+                        self._chunk(b"")
                     except OSError:
                         pass  # the client went away (an abort)
                 elif kind == "text":
+                    body = sse_text(payload)
                     self.send_response(200)
                     self.send_header("content-type", "text/event-stream")
+                    self.send_header("content-length", str(len(body)))
+                    self.send_header("connection", "close")
                     self.end_headers()
-                    self.wfile.write(sse_text(payload))
+                    self.wfile.write(body)
                 else:
                     body = json.dumps({"type": "error", "error": {"type": "api_error", "message": payload}}).encode()
                     self.send_response(int(kind))
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(body)))
+                    self.send_header("connection", "close")
                     if int(kind) == 429:
                         self.send_header("retry-after", "0")
                     self.end_headers()

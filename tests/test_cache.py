@@ -9,7 +9,7 @@ from typing import Any
 
 from test_index import _a_session, _snapshot
 
-from pi_server.live.cache import IndexCache
+from pi_server.store.cache import IndexCache
 from pi_server.store.index import SessionIndex
 
 

@@ -130,3 +130,19 @@ def test_no_subcommand_serves_lsp_over_stdio(tmp_path: Path) -> None:
     length = int(re.search(rb"Content-Length: (\d+)", header).group(1))
     reply = json.loads(payload[:length])
     assert reply["id"] == 1 and reply["result"]["capabilities"]["experimental"]["piSessions"]["protocolVersion"] == 1
+
+
+def test_stdio_flag_of_language_clients_is_accepted(tmp_path: Path) -> None:
+    # vscode-languageclient appends --stdio (and --clientProcessId for some transports) to the command
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}})
+    exit_ = json.dumps({"jsonrpc": "2.0", "method": "exit"})
+    data = "".join(f"Content-Length: {len(b.encode())}\r\n\r\n{b}" for b in (body, exit_))
+    for args in (
+        ["--sessions-dir", str(SAMPLES), "--state-dir", str(tmp_path), "--stdio"],
+        ["serve", "--stdio", f"--clientProcessId={os.getpid()}", "--sessions-dir", str(SAMPLES)],
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "pi_server", *args], input=data.encode(), capture_output=True, timeout=60
+        )
+        assert r.returncode == 0, (args, r.stderr.decode())
+        assert b'"protocolVersion": 1' in r.stdout.replace(b'"protocolVersion":1', b'"protocolVersion": 1'), args

@@ -55,7 +55,6 @@ def test_contexts_equal_pi16(oracle16: dict[str, Any]) -> None:
     assert not bad, _report(n, bad)
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING)
 def test_contexts_with_projection_equal_pi16(oracle16: dict[str, Any]) -> None:
     """The contexts pi 1.6.0 projects (context edits, systemMessage checkpoints, system
     messages dropped from a compaction's kept range, null content normalized)."""

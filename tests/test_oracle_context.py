@@ -8,9 +8,9 @@ import pytest
 from conftest import load_json
 
 from pi_server.context.build import build_context
-from pi_server.context.formats import context_result
 from pi_server.llm.anthropic import request_body
 from pi_server.llm.convert import convert_to_llm
+from pi_server.llm.formats import context_result
 from pi_server.llm.models import ANTHROPIC, OPENAI_DEFAULT
 from pi_server.llm.openai import convert_messages as openai_messages
 from pi_server.store.index import SessionIndex

@@ -9,7 +9,7 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pi_server.context.formats import FORMATS, context_result
+from pi_server.llm.formats import FORMATS, context_result
 from pi_server.store.index import NotASession, SessionIndex
 from pi_server.tree.outline import FILTERS, Outline, get_tree
 from pi_server.tree.paths import build_tree, common_ancestor, path_to, tree_diagnostics

@@ -1,9 +1,8 @@
 """pi's buildSessionContext: the linear messages for a leaf of the tree.
 
-Settings are replayed along the path (thinking level, model from model_change
-and assistant messages); the last compaction on the path contributes its
-summary first, then the kept entries from firstKeptEntryId, then everything
-after it.
+Settings come from the one settings replay (context/settings.py); the last
+compaction on the path contributes its summary first, then the kept entries
+from firstKeptEntryId, then everything after it.
 """
 
 from __future__ import annotations
@@ -11,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pi_server.context.settings import last_of_each_kind, replay
 from pi_server.jsutil import js_date_json
-from pi_server.store.index import COMPACTION, MODEL, THINKING, SessionIndex, setting_kind
+from pi_server.store.index import SessionIndex
 from pi_server.tree.paths import path_to
 
 
@@ -24,6 +24,10 @@ class SessionContext:
     thinking_level: Any
     sources: list[int]  # index into the given path of the entry behind each message
     positions: list[int] | None = None  # index positions of those entries, when built from an index
+    edits: list[int] | None = None  # per message: the context edit applied to it (index into the path, -1: none)
+    edit_positions: list[int] | None = None  # the same as index positions, when built from an index
+    edits_in_force: dict[Any, int] | None = None  # target id -> its latest edit on the path (index into the path)
+    selected: list[int] | None = None  # the context entries (indexes into the path)
 
 
 def _summary_message(role: str, e: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -37,7 +41,12 @@ def _summary_message(role: str, e: dict[str, Any], keys: tuple[str, ...]) -> dic
 
 
 def custom_message(e: dict[str, Any]) -> dict[str, Any]:
-    return _summary_message("custom", e, ("customType", "content", "display", "details"))
+    m = _summary_message("custom", e, ("customType", "content", "display", "details"))
+    if m.get("content") is None:  # pi passes `content ?? []`
+        m = {"role": "custom", "customType": e.get("customType"), "content": [], **m}
+        if "customType" not in e:
+            m.pop("customType")
+    return m
 
 
 def branch_summary_message(e: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +63,11 @@ def entry_message(e: dict[str, Any], *, empty_summaries: bool = False) -> dict[s
     t = e.get("type")
     if t == "message":
         m = e.get("message")
-        return m if isinstance(m, dict) else None
+        if not isinstance(m, dict):
+            return None
+        if m.get("content") is None and m.get("role") in _NORMALIZED:
+            return {**m, "content": _NORMALIZED[m["role"]]}  # pi's null-content normalization
+        return m
     if t == "custom_message":
         return custom_message(e)
     if t == "branch_summary" and (empty_summaries or e.get("summary")):
@@ -62,66 +75,99 @@ def entry_message(e: dict[str, Any], *, empty_summaries: bool = False) -> dict[s
     return None
 
 
-def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
-    thinking: Any = "off"
-    model: dict[str, Any] | None = None
-    compaction: dict[str, Any] | None = None
-    for e in path:
-        t = e.get("type")
-        if t == "message":
-            m = e.get("message")
-            if type(m) is dict and m.get("role") == "assistant":
-                model = _model(m.get("provider"), m.get("model"))
-        elif t == "thinking_level_change":
-            thinking = e.get("thinkingLevel")
-        elif t == "model_change":
-            model = _model(e.get("provider"), e.get("modelId"))
-        elif t == "compaction":
-            compaction = e
+_NORMALIZED: dict[str, Any] = {"system": "", "user": [], "assistant": [], "toolResult": []}
 
+
+def entry_messages(e: dict[str, Any]) -> list[dict[str, Any]]:
+    """pi's sessionEntryToContextMessages: a compaction gives its checkpoint then its summary."""
+    if e.get("type") == "compaction":
+        summary = compaction_summary_message(e)
+        system = e.get("systemMessage")
+        return [system, summary] if system else [summary]
+    m = entry_message(e)
+    return [] if m is None else [m]
+
+
+def project(e: dict[str, Any], edit: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """pi's projectContextEntry: an entry's messages with its latest context edit applied."""
+    messages = entry_messages(e)
+    if edit is None:
+        return messages
+    replacement = edit.get("replacement")
+    if replacement is None:
+        return []
+    new = replacement.get("content") if isinstance(replacement, dict) else None
+    out = []
+    for m in messages:
+        role = m.get("role")
+        if role not in _EDITABLE:
+            out.append(m)
+            continue
+        content = [{"type": "text", "text": new}] if role in _BLOCKS_ONLY and isinstance(new, str) else new
+        out.append({**m, "content": content})
+    return out
+
+
+_EDITABLE = frozenset(("user", "assistant", "toolResult", "custom"))
+_BLOCKS_ONLY = frozenset(("assistant", "toolResult"))
+
+
+def context_entries(path: list[dict[str, Any]], compaction: dict[str, Any] | None) -> list[int]:
+    """pi's buildContextEntries, as indexes into `path`: the last compaction first, then its
+    kept entries (system messages left out), then everything after it."""
+    if compaction is None:
+        return list(range(len(path)))
+    cid = compaction.get("id")
+    cidx = next((i for i, e in enumerate(path) if e.get("id") == cid), -1)
+    if cidx < 0:
+        return list(range(len(path)))
+    kept = compaction.get("firstKeptEntryId")
+    start = next((i for i in range(cidx) if path[i].get("id") == kept), cidx)
+    out = [cidx]
+    for i in range(start, cidx):
+        e = path[i]
+        m = e.get("message")
+        if not (e.get("type") == "message" and isinstance(m, dict) and m.get("role") == "system"):
+            out.append(i)
+    out.extend(range(cidx + 1, len(path)))
+    return out
+
+
+def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
+    """pi's buildSessionProjection over the entries of a path, root first."""
+    settings = replay(path)
+    selected = context_entries(path, settings.compaction)
+    edits: dict[Any, int] = {}
+    for i in selected:
+        if path[i].get("type") == "context_edit":
+            edits[path[i].get("targetId")] = i
     messages: list[dict[str, Any]] = []
     ids: list[str] = []
     sources: list[int] = []
-    if compaction is not None:
-        messages.append(compaction_summary_message(compaction))
-        ids.append(compaction.get("id"))  # type: ignore[arg-type]
-        cid = compaction.get("id")
-        cidx = next((i for i, e in enumerate(path) if e.get("type") == "compaction" and e.get("id") == cid), -1)
-        sources.append(cidx)
-        kept = compaction.get("firstKeptEntryId")
-        start = next((i for i in range(max(cidx, 0)) if path[i].get("id") == kept), cidx)
-        span = [*range(start, max(cidx, 0)), *range(cidx + 1, len(path))]
-    else:
-        span = range(len(path))
-    for i in span:
+    edit_of: list[int] = []
+    for k, i in enumerate(selected):
         e = path[i]
-        t = e.get("type")
-        if t == "message":
-            m = e.get("message")
-            if type(m) is not dict:
-                continue
-        elif t == "custom_message" or t == "branch_summary":
-            m = entry_message(e)
-            if m is None:
-                continue
-        else:
-            continue
-        messages.append(m)
-        ids.append(e.get("id"))  # type: ignore[arg-type]
-        sources.append(i)
-    return SessionContext(messages, ids, model, thinking, sources)
+        if e.get("type") == "compaction" and k > 0:
+            continue  # an older compaction inside the kept range contributes nothing
+        edit = edits.get(e.get("id"), -1)
+        for m in project(e, path[edit] if edit >= 0 else None):
+            messages.append(m)
+            ids.append(e.get("id"))  # type: ignore[arg-type]
+            sources.append(i)
+            edit_of.append(edit)
+    return SessionContext(
+        messages,
+        ids,
+        settings.model,
+        settings.thinking_level,
+        sources,
+        edits=edit_of,
+        edits_in_force=edits,
+        selected=selected,
+    )
 
 
-def _model(provider: Any, model_id: Any) -> dict[str, Any]:
-    m: dict[str, Any] = {}
-    if provider is not None:
-        m["provider"] = provider
-    if model_id is not None:
-        m["modelId"] = model_id
-    return m
-
-
-_PRODUCES = frozenset(("message", "custom_message", "branch_summary"))
+_PRODUCES = frozenset(("message", "custom_message", "branch_summary", "context_edit"))
 
 
 def build_context(idx: SessionIndex, leaf_id: str | None, *, before_first: bool = False) -> SessionContext:
@@ -139,21 +185,16 @@ def build_context(idx: SessionIndex, leaf_id: str | None, *, before_first: bool 
         chosen = _select_by_walk(idx, path_to(idx, leaf))
     ctx = context_for_path(idx.cached_entries(chosen))
     ctx.positions = [chosen[i] for i in ctx.sources]
+    ctx.edit_positions = [chosen[i] if i >= 0 else -1 for i in ctx.edits or ()]
+    ctx.edits_in_force = {t: chosen[i] for t, i in (ctx.edits_in_force or {}).items()}
+    ctx.selected = [chosen[i] for i in ctx.selected or ()]
     ctx.entry_ids = [idx.ids[p] for p in ctx.positions]
     return ctx
 
 
 def _select_by_walk(idx: SessionIndex, path: list[int]) -> list[int]:
-    types, roles = idx.types, idx.roles
-    last_model = last_thinking = last_compaction = -1
-    for i, pos in enumerate(path):
-        kind = setting_kind(types[pos], roles[pos])
-        if kind == MODEL:
-            last_model = i
-        elif kind == THINKING:
-            last_thinking = i
-        elif kind == COMPACTION:
-            last_compaction = i
+    types = idx.types
+    last_model, last_thinking, last_compaction = last_of_each_kind(idx, path)
     start = 0
     keep: set[int] = {i for i in (last_model, last_thinking, last_compaction) if i >= 0}
     if last_compaction >= 0:

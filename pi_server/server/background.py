@@ -11,8 +11,8 @@ import uuid
 from lsprotocol import types as lsp
 from watchfiles import Change, awatch
 
-from pi_server.server import errors
-from pi_server.server.app import PiServer
+from pi_server.server import errors, notify
+from pi_server.server.base import PiServer
 
 log = logging.getLogger("pi_server")
 DEBOUNCE_MS = 20  # watchfiles waits this long for more changes before yielding
@@ -56,13 +56,11 @@ async def handle_changes(ls: PiServer, changes: set[tuple[Change, str]]) -> None
         if upd is None:
             continue
         changed.append(path)
-        ls.notify(
-            "pi/sessionUpdated", {"session": path, "appended": upd.appended, "leafId": upd.leaf_id, "reset": upd.reset}
-        )
+        notify.session_updated(ls, path, upd.appended, upd.leaf_id, upd.reset)
         if reg.state.pending(path):
             await flush_session(ls, path)
     if added or removed or changed:
-        ls.notify("pi/sessionsChanged", {"added": added, "removed": removed, "changed": changed})
+        notify.sessions_changed(ls, added, removed, changed)
 
 
 async def pending_timer(ls: PiServer) -> None:
@@ -119,10 +117,8 @@ async def flush_session(ls: PiServer, session: str, force: bool = False) -> None
         return
     flushed = await ls.core(reg.flush, live, force)
     if flushed:
-        ls.notify(
-            "pi/sessionUpdated", {"session": live.path, "appended": flushed, "leafId": live.leaf_id, "reset": False}
-        )
-        ls.notify("pi/savePoint", {"session": live.path, "flushed": flushed})
+        notify.session_updated(ls, live.path, flushed, live.leaf_id)
+        notify.save_point(ls, live.path, flushed)
 
 
 async def begin_progress(ls: PiServer, title: str, message: str | None = None) -> str | None:

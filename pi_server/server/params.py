@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,6 +73,17 @@ class SetSessionName(Params):
 class Fork(Params):
     session: str
     leafId: str
+
+
+class EditContext(Params):
+    session: str
+    targetId: str
+    replacement: dict[str, Any] | None
+
+
+class GetContextEdits(Params):
+    session: str
+    leafId: str | None = None
 
 
 class Compact(Params):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -115,32 +115,34 @@ def list_sessions(
     cwd: str | None = None,
     query: str | None = None,
     limit: int | None = None,
-    cache: dict[str, SessionIndex] | None = None,
+    describe: Callable[[str, str | None], dict[str, Any] | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """SessionInfo for every session under the roots, newest `modified` first; with `cwd`,
-    only the sessions whose header names that directory."""
+    """SessionInfo for every session under the roots matching `query`, newest `modified` first;
+    with `cwd`, only the sessions whose header names that directory.
+
+    `describe(path, query)` gives one file's SessionInfo, or None to leave it out
+    (not a session, or no match); by default each file is indexed afresh.
+    """
+    describe = describe or _describe_fresh
     want_cwd = resolve_cwd(cwd) if cwd is not None else None
     out = []
     for path in iter_session_files(roots):
-        idx = cache.get(path) if cache is not None else None
-        try:
-            if idx is None:
-                idx = SessionIndex.open(path)
-                if cache is not None:
-                    cache[path] = idx
-            else:
-                idx.refresh()
-        except (NotASession, OSError):
+        info = describe(path, query)
+        if info is None or (want_cwd is not None and not _same_cwd(info["cwd"], want_cwd)):
             continue
-        if want_cwd is not None and idx.header is not None and not _same_cwd(idx.header.cwd, want_cwd):
-            continue
-        if not matches(idx, query):
-            continue
-        out.append(session_info(idx))
+        out.append(info)
     # pi 1.6.0 reads a directory's files by name, descending, then sorts stably by `modified`
     out.sort(key=lambda s: _name_key(os.path.basename(s["session"])), reverse=True)
     out.sort(key=lambda s: s["modified"], reverse=True)
     return out[:limit] if limit is not None else out
+
+
+def _describe_fresh(path: str, query: str | None) -> dict[str, Any] | None:
+    try:
+        idx = SessionIndex.open(path)
+    except (NotASession, OSError):
+        return None
+    return session_info(idx) if matches(idx, query) else None
 
 
 def resolve_cwd(p: str) -> str:

@@ -1,4 +1,4 @@
-"""Summaries: pi's branch summaries (and, later, compaction), prompts, the extractive fallback."""
+"""Summaries: pi's branch summaries and compaction, prompts, the extractive fallback."""
 
 from pi_server.summaries import service
 from pi_server.summaries.service import Summary, prepare, summarize, summary_model

@@ -15,7 +15,7 @@ from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.tokens import estimate_tokens_073 as estimate_tokens  # rules of pi 0.73.1
 from pi_server.store.index import SessionIndex
 from pi_server.summaries.prompts import BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT
-from pi_server.tree.paths import path_to
+from pi_server.tree.paths import common_ancestor
 
 TOOL_RESULT_MAX_CHARS = 2000
 RESERVE_TOKENS = 16384
@@ -32,9 +32,9 @@ def collect_entries(idx: SessionIndex, old_leaf: str | None, target: str | None)
     """Entries from the old leaf back to the common ancestor with the target, oldest first."""
     if not old_leaf:
         return [], None
-    old_path = {idx.ids[p] for p in path_to(idx, idx.by_id[old_leaf])}
-    target_path = path_to(idx, idx.by_id[target]) if target is not None and target in idx.by_id else []
-    common = next((idx.ids[p] for p in reversed(target_path) if idx.ids[p] in old_path), None)
+    target_pos = idx.by_id.get(target) if target is not None else None
+    common_pos = common_ancestor(idx, idx.by_id[old_leaf], target_pos)
+    common = idx.ids[common_pos] if common_pos is not None else None
     positions = []
     cur: str | None = old_leaf
     seen: set[str] = set()

@@ -14,7 +14,14 @@ from typing import Any
 from pi_server.context.build import context_for_path, entry_message
 from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.tokens import estimate_tokens_073 as estimate_tokens  # rules of pi 0.73.1
-from pi_server.summaries.branch import FileOps, extract_file_ops, file_lists, serialize_conversation
+from pi_server.summaries.branch import (
+    FileOps,
+    extract_file_ops,
+    file_lists,
+    format_file_operations,
+    serialize_conversation,
+)
+from pi_server.summaries.client import request_body
 from pi_server.summaries.prompts import (
     COMPACTION_PROMPT,
     COMPACTION_UPDATE_PROMPT,
@@ -156,8 +163,6 @@ def max_tokens(kind: str, reserve: int = RESERVE_TOKENS) -> int:
 
 def requests(prep: Preparation, model: Any, thinking: Any, custom: str | None = None) -> dict[str, dict[str, Any]]:
     """The request bodies pi's compact sends: the history (unless a split turn has none) and the turn prefix."""
-    from pi_server.summaries.client import request_body
-
     out: dict[str, dict[str, Any]] = {}
     split = prep.split_turn and bool(prep.turn_prefix)
     if prep.to_summarize or not split:
@@ -169,8 +174,6 @@ def requests(prep: Preparation, model: Any, thinking: Any, custom: str | None = 
 
 def merge(prep: Preparation, texts: dict[str, str]) -> str:
     """pi's compaction summary from the model's answers, file lists appended."""
-    from pi_server.summaries.branch import format_file_operations
-
     summary = texts.get("history", "No prior history.")
     if prep.split_turn and prep.turn_prefix:
         summary = f"{summary}\n\n---\n\n**Turn Context (split turn):**\n\n{texts['prefix']}"

@@ -2,33 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
 from typing import Any
 
+import msgspec
+
+import pi_server.summaries.compaction as compaction
 from pi_server.llm.models import ANTHROPIC, DEFAULT_ANTHROPIC, ModelInfo
 from pi_server.summaries.branch import BranchRequest, collect_entries, finish_summary, prepare_branch_summary
 from pi_server.summaries.client import api_key, complete, request_body
 from pi_server.summaries.extractive import extractive_summary
 
 
-@dataclass
-class Summary:
+class Summary(msgspec.Struct, rename="camel"):
+    """A branch summary and what it covered (the `pi/summarizeBranch` result)."""
+
     summary: str
     read_files: list[str]
     modified_files: list[str]
     entry_ids: list[str]
-    common_ancestor: str | None
+    common_ancestor_id: str | None
     source: str  # "anthropic" | "extractive" | "empty"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "summary": self.summary,
-            "readFiles": self.read_files,
-            "modifiedFiles": self.modified_files,
-            "entryIds": self.entry_ids,
-            "commonAncestorId": self.common_ancestor,
-            "source": self.source,
-        }
 
 
 def summary_model(session_model: dict | None, configured: str | None) -> ModelInfo:
@@ -76,11 +70,6 @@ async def compact(
     prep: Any, model: ModelInfo, thinking: Any, custom: str | None, *, timeout: float = 120.0
 ) -> tuple[str, str]:
     """The compaction summary (text, source): Anthropic when a key is there, else extractive."""
-    import asyncio
-
-    from pi_server.summaries import compaction
-    from pi_server.summaries.branch import BranchRequest
-
     key = api_key()
     if key:
         bodies = compaction.requests(prep, model, thinking, custom)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pi_server.jsutil import js_split_ws
-from pi_server.store.index import F_ASSISTANT_TEXT, F_ERRORISH, SessionIndex
+from pi_server.store.index import SessionIndex
+from pi_server.store.records import F_ASSISTANT_TEXT, F_ERRORISH
 from pi_server.tree import titles
 from pi_server.tree.paths import Tree, build_tree
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 
 from pi_server.jsutil import js_date_ms
-from pi_server.store.index import Diagnostic, SessionIndex
+from pi_server.store.index import SessionIndex
+from pi_server.store.records import Diagnostic
 
 
 @dataclass
@@ -100,18 +101,6 @@ def path_to(idx: SessionIndex, leaf: int) -> list[int]:
     return out
 
 
-def path_is_cyclic(idx: SessionIndex, leaf: int) -> bool:
-    seen: set[int] = set()
-    cur: int | None = leaf
-    while cur is not None:
-        if cur in seen:
-            return True
-        seen.add(cur)
-        p = idx.parents[cur]
-        cur = idx.by_id.get(p) if p else None
-    return False
-
-
 def common_ancestor(idx: SessionIndex, a: int | None, b: int | None) -> int | None:
     """Deepest entry on both paths (None when they share no entry)."""
     if a is None or b is None:
@@ -124,7 +113,8 @@ def common_ancestor(idx: SessionIndex, a: int | None, b: int | None) -> int | No
 
 
 def tree_diagnostics(idx: SessionIndex, tree: Tree) -> list[Diagnostic]:
-    """Structural problems pi would not report: orphans, cycles, dangling references."""
+    """Structural problems pi would not report: orphans, cycles, dangling references,
+    context edits whose target is missing or not on their own path."""
     out: list[Diagnostic] = []
 
     def diag(pos: int, sev: str, code: str, msg: str) -> None:
@@ -136,15 +126,48 @@ def tree_diagnostics(idx: SessionIndex, tree: Tree) -> list[Diagnostic]:
             diag(pos, "warning", "orphan", f"parent {p} does not exist; shown as a root")
     for pos in unreachable(idx, tree):
         diag(pos, "error", "cycle", "entry is part of a parentId cycle; it is not reachable from any root")
-    for pos, t in enumerate(idx.types):
-        if t == "label":
-            entry = idx.read_entry(pos)
-            target = entry.get("targetId")
-            if isinstance(target, str) and target not in idx.by_id:
-                diag(pos, "warning", "dangling-label", f"label target {target} does not exist")
-        elif t == "compaction":
-            entry = idx.read_entry(pos)
-            kept = entry.get("firstKeptEntryId")
-            if isinstance(kept, str) and kept not in idx.by_id:
-                diag(pos, "warning", "dangling-first-kept", f"firstKeptEntryId {kept} does not exist")
+    refs = [pos for pos, t in enumerate(idx.types) if t in _REFERRING]
+    spans = _euler_spans(tree) if "context_edit" in idx.types else None
+    for pos, entry in zip(refs, idx.read_entries(refs), strict=True):
+        t = idx.types[pos]
+        ref = entry.get(_REFERRING[t])
+        if not isinstance(ref, str):
+            continue
+        target = idx.by_id.get(ref)
+        if t == "label" and target is None:
+            diag(pos, "warning", "dangling-label", f"label target {ref} does not exist")
+        elif t == "compaction" and target is None and ref != idx.ids[pos]:
+            diag(pos, "warning", "dangling-first-kept", f"firstKeptEntryId {ref} does not exist")
+        elif t == "context_edit" and target is None:
+            diag(pos, "warning", "dangling-edit-target", f"context edit target {ref} does not exist")
+        elif t == "context_edit" and spans is not None and not _is_ancestor(spans, target, pos):  # type: ignore[arg-type]
+            diag(pos, "warning", "edit-target-off-path", f"context edit target {ref} is not on this entry's path")
     return out
+
+
+_REFERRING = {"label": "targetId", "compaction": "firstKeptEntryId", "context_edit": "targetId"}
+
+
+def _euler_spans(tree: Tree) -> dict[int, tuple[int, int]]:
+    """Entry and exit times of a depth-first walk: `a` is an ancestor of `b` iff its span holds b's."""
+    spans: dict[int, tuple[int, int]] = {}
+    clock = 0
+    for root in tree.roots:
+        stack: list[tuple[int, bool]] = [(root, False)]
+        enter: dict[int, int] = {}
+        while stack:
+            pos, done = stack.pop()
+            if done:
+                spans[pos] = (enter.pop(pos), clock)
+                clock += 1
+                continue
+            enter[pos] = clock
+            clock += 1
+            stack.append((pos, True))
+            stack.extend((k, False) for k in reversed(tree.children.get(pos, ())))
+    return spans
+
+
+def _is_ancestor(spans: dict[int, tuple[int, int]], a: int, b: int) -> bool:
+    sa, sb = spans.get(a), spans.get(b)
+    return sa is not None and sb is not None and sa[0] <= sb[0] and sb[1] <= sa[1]

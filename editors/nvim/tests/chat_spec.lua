@@ -55,6 +55,28 @@ return {
     end)
   end },
 
+  { ":PiChat! names its buffer after the session once the file exists", function()
+    with_fake(function(fake)
+      local project = H.root .. "/named"
+      vim.fn.mkdir(project, "p")
+      fake.replies = { { text = "Hello." } }
+      vim.cmd("PiChat! " .. vim.fn.fnameescape(project))
+      local chat = chat_mod.get("new:" .. project)
+      H.eq("pi-chat://new", vim.api.nvim_buf_get_name(chat.buf), "a new chat has no session yet")
+      chat_mod.send(chat, "Hi")
+      H.wait(function()
+        return chat.model.session and not chat.model.running and buf_text(chat):find("Hello.", 1, true)
+      end, "the turn", 20000)
+      local session = chat.model.session
+      H.eq(1, vim.fn.filereadable(session), "pi wrote the session file")
+      H.wait(function()
+        return vim.api.nvim_buf_get_name(chat.buf) == "pi-chat://" .. vim.fn.fnamemodify(session, ":t:r")
+      end, "the buffer named after the session")
+      H.eq(-1, vim.fn.bufnr("^pi-chat://new$"), "no buffer is left with the old name")
+      H.eq(chat, chat_mod.get(session), "the chat is found by its session")
+    end)
+  end, timeout = 60000 },
+
   { ":PiChat on a session shows its context and continues its leaf", function()
     with_fake(function(fake)
       local file = H.shop()

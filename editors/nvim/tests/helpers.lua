@@ -9,13 +9,53 @@ function H.now_ms()
   return vim.uv.hrtime() / 1e6
 end
 
---- Server command: $PI_SERVER_CMD, else python3 -m pi_server.
-function H.server_cmd()
+-- $PI_SERVER_CMD as a command list, or nil.
+local function cmd_override()
   local env = os.getenv("PI_SERVER_CMD")
   if env and env ~= "" then
     return vim.split(env, "%s+", { trimempty = true })
   end
-  return { "python3", "-m", "pi_server" }
+end
+
+--- Server command: $PI_SERVER_CMD, else what the plugin starts by default
+--- (`pi-server` when it is on PATH, else `python3 -m pi_server`).
+function H.server_cmd()
+  return cmd_override() or require("pi_sessions.config").default_cmd()
+end
+
+local function last_lines(text, n)
+  local lines = vim.split(vim.trim(text or ""), "\n", { plain = true })
+  return table.concat(vim.list_slice(lines, math.max(1, #lines - n + 1)), "\n")
+end
+
+--- Can the server start, the way the tests will start it? nil when it
+--- answers `--version` and an LSP request through the plugin, else why not.
+function H.preflight()
+  local cmd = H.server_cmd()
+  local shown = table.concat(cmd, " ")
+  if not cmd[1] or vim.fn.executable(cmd[1]) ~= 1 then
+    return ("`%s` is not an executable on PATH (PATH=%s)"):format(shown, vim.env.PATH or "")
+  end
+  local where = ("`%s` (%s)"):format(shown, vim.fn.exepath(cmd[1]))
+  local ok, r = pcall(function()
+    return vim.system(vim.list_extend(vim.deepcopy(cmd), { "--version" }), { text = true }):wait(20000)
+  end)
+  if not ok then
+    return where .. " could not be run: " .. tostring(r)
+  elseif r.code ~= 0 then
+    return ("%s --version exited with %s:\n%s"):format(where, tostring(r.code), last_lines(r.stderr ~= "" and r.stderr or r.stdout, 5))
+  end
+  H.before(30000)
+  local _, err = require("pi_sessions.client").request_sync("pi/listSessions", {}, 25000)
+  local errors = H.errors()
+  pcall(H.after)
+  if err then
+    -- the LSP client keeps the server's stderr to its log: run it once more
+    -- on an empty stdin to show what it says
+    local again = vim.system(cmd, { text = true, stdin = "" }):wait(10000)
+    return ("%s did not answer pi/listSessions: %s%s\nits stderr:\n%s"):format(
+      where, err, #errors > 0 and ("\n" .. table.concat(errors, "\n")) or "", last_lines(again.stderr, 5))
+  end
 end
 
 function H.before(timeout)
@@ -45,7 +85,7 @@ end
 --- (Re)configure the plugin for this test's folders.
 function H.setup(extra)
   require("pi_sessions").setup(vim.tbl_deep_extend("force", {
-    cmd = H.server_cmd(),
+    cmd = cmd_override(), -- nil: the plugin's own default
     cmd_env = { HOME = H.home, ANTHROPIC_API_KEY = "" },
     sessions_dirs = { H.sessions },
     state_dir = H.state,
@@ -55,7 +95,7 @@ end
 function H.after()
   vim.ui.select, vim.ui.input, vim.notify = H.orig_select, H.orig_input, H.orig_notify
   local tree = require("pi_sessions.tree")
-  pcall(tree.close)
+  pcall(tree.close_all)
   local client = require("pi_sessions.client")
   local id = client.client_id()
   client.stop()
@@ -64,6 +104,7 @@ function H.after()
       return vim.lsp.get_client_by_id(id) == nil
     end, 20)
   end
+  vim.cmd("silent! tabonly!")
   vim.cmd("silent! only")
   vim.cmd("silent! %bwipeout!")
   if H.root then
@@ -71,11 +112,33 @@ function H.after()
   end
 end
 
---- Wait for cond(); fails the test after ms (or at the test's deadline).
+-- Messages saying the server could not start or died: waiting on after
+-- one of them only wastes the test's time.
+local FATAL = { "pi-server exited", "server command not found", "could not start pi-server" }
+
+local function fatal_since(first)
+  for i = first, #notes do
+    for _, pat in ipairs(FATAL) do
+      if notes[i].level == vim.log.levels.ERROR and notes[i].msg:find(pat, 1, true) then
+        return notes[i].msg
+      end
+    end
+  end
+end
+
+--- Wait for cond(); fails the test after ms (or at the test's deadline), or
+--- at once, with the plugin's message, when the server dies meanwhile.
 function H.wait(cond, what, ms)
   local limit = math.min(deadline, H.now_ms() + (ms or 10000))
-  local ok = vim.wait(math.max(0, limit - H.now_ms()), cond, 10)
-  if not ok then
+  local first, met, fatal = #notes + 1, false, nil
+  vim.wait(math.max(0, limit - H.now_ms()), function()
+    met = cond() and true or false
+    fatal = not met and fatal_since(first) or nil
+    return met or fatal ~= nil
+  end, 10)
+  if fatal then
+    error(("the server failed while waiting for %s: %s"):format(what or "condition", fatal), 2)
+  elseif not met then
     error("timed out waiting for " .. (what or "condition"), 2)
   end
 end
@@ -124,7 +187,7 @@ end
 function H.cli_tree(file, args)
   local out = H.cli(vim.list_extend({ "tree", file, "--sessions-dir", H.sessions }, args or {}))
   local lines = vim.split(out, "\n", { plain = true })
-  while #lines > 0 and (lines[#lines] == "" or lines[#lines]:match("^%(%d+ of %d+ rows")) do
+  while #lines > 0 and (lines[#lines] == "" or lines[#lines]:match("^%(%d+ of %d+ rows?")) do
     table.remove(lines)
   end
   return lines

@@ -27,6 +27,11 @@ return {
     H.truthy(not render.is_tool({ type = "message", role = "user", title = "[read: x]" }))
     H.truthy(not render.is_tool({ type = "compaction", title = "[compaction: 18k tokens]" }))
   end },
+  { "the header counts rows: 0 rows, 1 row, 2 rows", function()
+    H.eq("s │ filter: all │ 0 rows", render.header("s", "all", "", 0))
+    H.eq("s │ filter: default │ search: orm │ 1 row", render.header("s", "default", "orm", 1))
+    H.eq("s │ filter: default │ 2 rows", render.header("s", "default", nil, 2))
+  end },
   { "relative times", function()
     local t = util.parse_iso("2026-11-30T09:00:00.000Z")
     H.eq(os.time({ year = 2026, month = 11, day = 30, hour = 9, min = 0, sec = 0, isdst = false }) - (os.time() - os.time(os.date("!*t"))), t, "parse_iso is UTC")

@@ -13,6 +13,17 @@ local function print(s)
 end
 H.plugin_dir = plugin_dir
 
+-- A server that cannot start would make every test wait out its deadline:
+-- say why at once instead.
+local t_pre = vim.uv.hrtime()
+local why = H.preflight()
+if why then
+  print("cannot start the server: " .. why)
+  print(("\n0 passed, 1 failed (%.1f s)"):format((vim.uv.hrtime() - t_pre) / 1e9))
+  io.stdout:flush()
+  os.exit(1)
+end
+
 local only = os.getenv("PI_TEST_FILTER")
 local files = vim.fn.glob(tests_dir .. "/*_spec.lua", false, true)
 table.sort(files)

@@ -79,6 +79,17 @@ return {
     H.idle()
     H.eq(H.cli_tree(file), H.lines(), "search cleared")
   end },
+  { "a search with one match says 1 row in the header", function()
+    local file = H.shop()
+    H.open(file)
+    H.answer_input("pagination")
+    H.press("/")
+    H.idle()
+    H.eq(H.cli_tree(file, { "--search", "pagination" }), H.lines(), "search pagination")
+    H.eq(1, #H.lines(), "one row")
+    local header = vim.api.nvim_buf_get_lines(tree.state.buf, 0, 1, false)[1]
+    H.truthy(vim.endswith(header, "│ 1 row"), "header: " .. header)
+  end },
   { "za folds and unfolds like --fold", function()
     local file = H.shop()
     H.open(file)

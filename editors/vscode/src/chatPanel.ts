@@ -1,7 +1,8 @@
 // The chat webview: draws a ChatModel and sends the user's prompts and aborts back to it.
-import * as vscode from "vscode";
+import type * as vscode from "vscode";
 import type { ChatModel } from "./chatModel";
-import { errorMessage } from "./protocol";
+import { showError } from "./ui";
+import * as api from "./vscodeapi";
 
 export type FromWebview = { type: "send"; text: string } | { type: "abort" } | { type: "ready" };
 
@@ -14,10 +15,7 @@ export class ChatPanel {
     title: string,
     private readonly cwd: string | undefined,
   ) {
-    this.panel = vscode.window.createWebviewPanel("piSessions.chat", title, vscode.ViewColumn.Beside, {
-      enableScripts: true,
-      retainContextWhenHidden: true,
-    });
+    this.panel = api.createWebviewPanel("piSessions.chat", title);
     this.panel.webview.html = html(nonce());
     this.disposables.push(
       model.onChange(() => this.post()),
@@ -32,7 +30,7 @@ export class ChatPanel {
       else if (m.type === "abort") await this.model.abort();
       else if (m.type === "ready") this.post();
     } catch (err) {
-      void vscode.window.showErrorMessage(errorMessage(err));
+      showError(err);
     }
   }
 

@@ -92,6 +92,16 @@ export interface Rpc {
   onNotification(method: string, handler: (params: any) => void): { dispose(): unknown };
 }
 
+/** A running pi-server: the requests and notifications, and what the editor answers and controls. */
+export interface Connection extends Rpc {
+  /** Answers a request the server sends (pi/executeTool). */
+  onRequest?(method: string, handler: (params: any, token: Cancel) => Promise<unknown>): { dispose(): unknown };
+  stop(): Promise<void>;
+  restart?(): Promise<void>;
+  /** Called each time the server is (re)started and ready. */
+  onReady?(listener: () => void): void;
+}
+
 /** A JSON-RPC error as the server sends it: `data.kind` names it (SessionNotFound, Busy, …). */
 export function errorMessage(err: unknown): string {
   if (err && typeof err === "object" && "message" in err) {

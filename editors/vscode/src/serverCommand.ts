@@ -43,3 +43,18 @@ export function resolveServer(
   const python = s.python?.trim() || selectedPython || (findOnPath("python3", pathVar) ? "python3" : "python");
   return { command: python, args: ["-m", "pi_server", ...extra], how: "python" };
 }
+
+/** Why the server did not start, where it was looked for, and how to point the editor at it. */
+export function startFailure(cmd: ServerCommand, cause: string, pathVar: string | undefined = process.env.PATH): string {
+  const found =
+    cmd.how === "setting"
+      ? `'${cmd.command}' (from 'piSessions.server.path')`
+      : cmd.how === "path"
+        ? `'${cmd.command}' (found on PATH)`
+        : `'${cmd.command} -m pi_server' (no pi-server on PATH: ${(pathVar ?? "").split(delimiter).filter(Boolean).join(delimiter) || "empty"})`;
+  const fix =
+    cmd.how === "setting"
+      ? "Check 'piSessions.server.path'."
+      : "Install pi-server (pipx install pi-server, or pip install pi-server in a venv) and set 'piSessions.server.path' to its full path, e.g. ~/.local/bin/pi-server.";
+  return `pi-server could not start: ${cause}. Tried ${found}. ${fix}`;
+}

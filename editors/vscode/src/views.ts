@@ -1,15 +1,16 @@
 // TreeDataProviders: the Sessions and Tree models drawn as VS Code tree items.
 import * as os from "node:os";
-import * as vscode from "vscode";
-import { isToolRow, rowLine, rowText, sessionDescription, sessionTitle, shortPath } from "./format";
+import type * as vscode from "vscode";
+import { isToolRow, oneLine, rowLine, rowText, sessionDescription, sessionTitle, shortPath } from "./format";
 import type { TreeRow } from "./protocol";
 import type { ProjectGroup, SessionNode, SessionsModel } from "./sessionsModel";
 import { canFold, type TreeModel } from "./treeModel";
+import * as api from "./vscodeapi";
 
 export type SessionsElement = { kind: "group"; group: ProjectGroup } | { kind: "session"; node: SessionNode };
 
 export class SessionsProvider implements vscode.TreeDataProvider<SessionsElement> {
-  private readonly changed = new vscode.EventEmitter<SessionsElement | undefined>();
+  private readonly changed = new api.EventEmitter<SessionsElement | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   selected: string | undefined;
 
@@ -27,23 +28,23 @@ export class SessionsProvider implements vscode.TreeDataProvider<SessionsElement
 
   getTreeItem(el: SessionsElement): vscode.TreeItem {
     if (el.kind === "group") {
-      const item = new vscode.TreeItem(shortPath(el.group.cwd, os.homedir()), vscode.TreeItemCollapsibleState.Expanded);
+      const item = new api.TreeItem(shortPath(el.group.cwd, os.homedir()), api.TreeItemCollapsibleState.Expanded);
       item.id = `cwd:${el.group.cwd}`;
-      item.iconPath = new vscode.ThemeIcon("folder");
+      item.iconPath = new api.ThemeIcon("folder");
       item.tooltip = el.group.cwd;
       item.contextValue = "project";
       return item;
     }
     const info = el.node.info;
-    const state = el.node.forks.length ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None;
-    const item = new vscode.TreeItem(sessionTitle(info), state);
+    const state = el.node.forks.length ? api.TreeItemCollapsibleState.Expanded : api.TreeItemCollapsibleState.None;
+    const item = new api.TreeItem(sessionTitle(info), state);
     item.id = `session:${info.session}`;
     item.description = sessionDescription(info);
-    item.iconPath = new vscode.ThemeIcon(
+    item.iconPath = new api.ThemeIcon(
       info.parentSession ? "repo-forked" : "comment-discussion",
-      info.session === this.selected ? new vscode.ThemeColor("charts.green") : undefined,
+      info.session === this.selected ? new api.ThemeColor("charts.green") : undefined,
     );
-    const tip = new vscode.MarkdownString();
+    const tip = new api.MarkdownString();
     if (info.name) tip.appendMarkdown(`**${escapeMd(info.name)}**\n\n`);
     tip.appendText(info.firstMessage ? `${info.firstMessage.slice(0, 400)}\n\n` : "");
     tip.appendMarkdown(`${info.messageCount} messages · ${info.entryCount} entries · modified ${new Date(info.modified).toLocaleString()}\n\n`);
@@ -51,7 +52,7 @@ export class SessionsProvider implements vscode.TreeDataProvider<SessionsElement
     tip.appendMarkdown(`\`${info.session}\``);
     item.tooltip = tip;
     item.contextValue = "session";
-    item.resourceUri = vscode.Uri.file(info.session);
+    item.resourceUri = api.Uri.file(info.session);
     item.command = { command: "piSessions.openSession", title: "Show Tree", arguments: [info.session] };
     return item;
   }
@@ -82,16 +83,31 @@ const TYPE_ICONS: Record<string, string> = {
 };
 
 export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
-  private readonly changed = new vscode.EventEmitter<TreeElement | undefined>();
+  private readonly changed = new api.EventEmitter<TreeElement | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private elements = new Map<string, TreeElement>();
   private readonly more: TreeElement = { kind: "more" };
+  // VS Code keeps a row's expanded state per TreeItem.id: a new filter or search gets new ids, so rows
+  // are drawn as the server nests them, not as they were under another filter
+  private shape = "";
+  private generation = 0;
 
   constructor(readonly model: TreeModel) {
     model.onChange(() => {
       this.elements.clear();
+      const shape = JSON.stringify([model.session, model.filter, model.search]);
+      if (shape !== this.shape) {
+        this.shape = shape;
+        this.generation++;
+      }
       this.changed.fire(undefined);
     });
+  }
+
+  /** The row that shows the leaf marker: the leaf, or the shown row it resolves to when a filter hides it (a label entry, say). */
+  leafRow(): TreeRow | undefined {
+    const m = this.model;
+    return (m.leafId ? m.row(m.leafId) : undefined) ?? m.rows.filter((r) => r.onActivePath).at(-1);
   }
 
   element(row: TreeRow): TreeElement {
@@ -115,49 +131,62 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
   getTreeItem(el: TreeElement): vscode.TreeItem {
     if (el.kind === "more") {
       const shown = this.model.rows.length;
-      const item = new vscode.TreeItem(`Load ${Math.min(this.model.pageSize, this.model.total - shown)} more…`);
+      const item = new api.TreeItem(`Load ${Math.min(this.model.pageSize, this.model.total - shown)} more…`);
       item.description = `${shown.toLocaleString()} of ${this.model.total.toLocaleString()} rows`;
-      item.iconPath = new vscode.ThemeIcon("ellipsis");
+      item.iconPath = new api.ThemeIcon("ellipsis");
       item.command = { command: "piSessions.loadMore", title: "Load More" };
       item.contextValue = "more";
       return item;
     }
     const row = el.row;
     const state = row.folded
-      ? vscode.TreeItemCollapsibleState.Collapsed
+      ? api.TreeItemCollapsibleState.Collapsed
       : canFold(row)
-        ? vscode.TreeItemCollapsibleState.Expanded
-        : vscode.TreeItemCollapsibleState.None;
-    const text = rowText(row);
-    const item = new vscode.TreeItem({ label: text, highlights: highlights(text, this.model.search) }, state);
-    item.id = `${this.model.session}#${row.id}`;
-    item.description = row.isLeaf ? "← leaf" : undefined;
+        ? api.TreeItemCollapsibleState.Expanded
+        : api.TreeItemCollapsibleState.None;
+    const isLeaf = row.isLeaf || this.leafRow() === row;
+    // a long label must not push the leaf marker out of view: the whole text is in the tooltip
+    const text = isLeaf ? oneLine(shownText(row), LEAF_TEXT) : shownText(row);
+    const item = new api.TreeItem({ label: text, highlights: highlights(text, this.model.search) }, state);
+    item.id = `${this.model.session}#${this.generation}#${canFold(row) ? "+" : "-"}#${row.id}`;
+    item.description = isLeaf ? "← leaf" : undefined;
+    // read aloud (and by the end-to-end tests): the whole row, however the label is shortened
+    item.accessibilityInformation = { label: `${rowText(row)}${isLeaf ? " (leaf)" : ""}`, role: "treeitem" };
     const tool = isToolRow(row);
-    const color = row.isLeaf
-      ? new vscode.ThemeColor("charts.green")
+    const color = isLeaf
+      ? new api.ThemeColor("charts.green")
       : row.onActivePath
-        ? new vscode.ThemeColor("charts.blue")
+        ? new api.ThemeColor("charts.blue")
         : tool
-          ? new vscode.ThemeColor("disabledForeground")
+          ? new api.ThemeColor("disabledForeground")
           : undefined;
-    const icon = row.isLeaf ? "circle-filled" : ((row.role && ROLE_ICONS[row.role]) ?? TYPE_ICONS[row.type] ?? "circle-outline");
-    item.iconPath = new vscode.ThemeIcon(icon, color);
-    const tip = new vscode.MarkdownString();
+    const icon = isLeaf ? "circle-filled" : ((row.role && ROLE_ICONS[row.role]) ?? TYPE_ICONS[row.type] ?? "circle-outline");
+    item.iconPath = new api.ThemeIcon(icon, color);
+    const tip = new api.MarkdownString();
     tip.appendCodeblock(rowLine(row), "text");
     tip.appendMarkdown(
       `${row.role ? `${row.type} · ${row.role}` : row.type}${row.onActivePath ? " · on the active path" : ""}${row.isLeaf ? " · **leaf**" : ""}\n\n`,
     );
+    if (isLeaf && !row.isLeaf) tip.appendMarkdown(`the leaf is a hidden entry after this row (\`${this.model.leafId}\`)\n\n`);
     if (row.timestamp) tip.appendMarkdown(`${new Date(row.timestamp).toLocaleString()} · `);
     tip.appendMarkdown(`\`${row.id}\``);
     item.tooltip = tip;
     const flags = ["row"];
     if (row.label) flags.push("labeled");
     if (canFold(row)) flags.push("foldable");
-    if (row.isLeaf) flags.push("leaf");
+    if (isLeaf) flags.push("leaf");
     item.contextValue = flags.join(".");
     item.command = { command: "piSessions.openEntry", title: "Open Entry", arguments: [el] };
     return item;
   }
+}
+
+const LEAF_TEXT = 48; // characters of the leaf row's text, so that "← leaf" stays in view
+const LABEL_TEXT = 24; // characters of a label shown in a row
+
+/** `[label] title`, a long label shortened. */
+function shownText(row: TreeRow): string {
+  return row.label ? `[${oneLine(row.label, LABEL_TEXT)}] ${row.title}` : rowText(row);
 }
 
 /** Character ranges of the search words in a label, case-insensitive. */

@@ -85,6 +85,11 @@ test("a new chat in a folder: a read and a write round trip, the write allowed b
   );
 });
 
+test("a new chat's tab is named after its first message once its file exists", async () => {
+  const panel = stub.panels.find((p) => p.title.startsWith("pi: Read notes.md"));
+  assert.ok(panel, `titles: ${stub.panels.map((p) => p.title).join(", ")}`);
+});
+
 test("a refused tool is an error result for the model, and nothing runs", async () => {
   const session = [...api.chats.keys()][0];
   await stub.commands.executeCommand("piSessions.openChat", session);

@@ -191,3 +191,63 @@ test("server command: setting, then PATH, then python -m pi_server", () => {
   require("node:fs").writeFileSync(`${bin}/pi-server`, "#!/bin/sh\n", { mode: 0o755 });
   assert.deepEqual(resolveServer({}, "/venv/bin/python", bin), { command: `${bin}/pi-server`, args: [], how: "path" });
 });
+
+const rowItems = () => allRows().map((el) => ({ el, it: item(treeView(), el) }));
+
+test("continue here: the selection follows the new leaf", async () => {
+  await vscode.commands.executeCommand("piSessions.setFilter", "default");
+  const target = allRows().find((el) => el.kind === "row" && el.row.role === "assistant" && !el.row.onActivePath)!;
+  assert.ok(target, "a row off the active path");
+  stub.answers.picks.push(0, 0);
+  await vscode.commands.executeCommand("piSessions.continueHere", target);
+  const selected = treeView().selection[0];
+  assert.equal(selected?.kind === "row" && selected.row.id, target.kind === "row" && target.row.id);
+  assert.equal(api.tree.leafId, target.kind === "row" && target.row.id);
+});
+
+test("after Set Label the leaf is a hidden label entry: the row it resolves to keeps the marker, whatever the label's length", async () => {
+  // a session whose last entry ends a turn, so the label is written at once
+  const notes = box.files.find((f) => f !== file(box, SHOP) && readFileSync(f, "utf8").includes('"cwd":"/home/demo/notes"'))!;
+  await vscode.commands.executeCommand("piSessions.openSession", notes);
+  const leafBefore = rowItems().filter(({ it }) => it.description === "← leaf");
+  assert.equal(leafBefore.length, 1);
+  const el = leafBefore[0].el;
+  stub.answers.inputs.push("a very long label that someone typed to explain at length why this point in the session matters");
+  await vscode.commands.executeCommand("piSessions.setLabel", el);
+  assert.ok(api.tree.leafId && !api.tree.row(api.tree.leafId), "the leaf (the label entry) is hidden by the default filter");
+  const marked = rowItems().filter(({ it }) => it.description === "← leaf");
+  assert.deepEqual(marked.map(({ el: m }) => m.kind === "row" && m.row.id), [el.kind === "row" && el.row.id]);
+  assert.ok(labelOf(marked[0].it).length <= 48, `the label leaves room for the marker: ${labelOf(marked[0].it)}`);
+  assert.equal(marked[0].it.iconPath.id, "circle-filled");
+});
+
+test("the title bar's Open Chat opens the chat at the leaf, whatever row is selected; a row's Open Chat asks first", async () => {
+  const leaf = api.tree.leafId;
+  const other = allRows().find((el) => el.kind === "row" && el.row.role === "user")!;
+  assert.ok(other.kind === "row" && other.row.id !== leaf);
+  treeView().selection = [other];
+  await vscode.commands.executeCommand("piSessions.openChat");
+  assert.equal(api.tree.leafId, leaf, "the title bar's Open Chat did not move the leaf");
+  assert.equal(stub.recorded.quickPicks.length, 0);
+  stub.answers.picks.push((i) => i.value === false); // keep the leaf
+  await vscode.commands.executeCommand("piSessions.openChat", other);
+  assert.equal(stub.recorded.quickPicks.length, 1);
+  assert.equal(api.tree.leafId, leaf);
+  stub.answers.picks.push(undefined); // dismissed: nothing happens
+  await vscode.commands.executeCommand("piSessions.openChat", other);
+  assert.equal(api.tree.leafId, leaf);
+  assert.equal(stub.recorded.messages.filter((m) => m.kind === "error").length, 0);
+});
+
+test("every Tree filter and a search get fresh item ids, so the widget draws rows as the server nests them", async () => {
+  const ids = new Set<string>();
+  for (const f of ["labeled-only", "default", "all", "default"] as const) {
+    await vscode.commands.executeCommand("piSessions.setFilter", f);
+    const first = rowItems()[0].it.id as string;
+    assert.ok(!ids.has(first), `a new id for ${f}`);
+    ids.add(first);
+  }
+  const before = rowItems()[0].it.id;
+  await api.tree.reload(); // a live reload keeps ids (and the selection)
+  assert.equal(rowItems()[0].it.id, before);
+});

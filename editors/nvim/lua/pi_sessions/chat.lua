@@ -178,10 +178,35 @@ function M.render(model)
   return lines, marks
 end
 
+local function buf_name(session)
+  return "pi-chat://" .. (session and vim.fn.fnamemodify(session, ":t:r") or "new")
+end
+
+-- A new session's chat is "pi-chat://new" until pi has written its file;
+-- from then on it is named after the session, as a chat opened on it is.
+local function follow_session_name(chat)
+  local session = chat.model.session
+  if not session or chat.named == session or not vim.uv.fs_stat(session) then
+    return
+  end
+  local old = vim.api.nvim_buf_get_name(chat.buf)
+  if not pcall(vim.api.nvim_buf_set_name, chat.buf, buf_name(session)) then
+    return
+  end
+  chat.named = session
+  -- renaming leaves an unlisted buffer with the old name (as :file does)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if b ~= chat.buf and vim.api.nvim_buf_get_name(b) == old and not vim.api.nvim_buf_is_loaded(b) then
+      pcall(vim.api.nvim_buf_delete, b, { force = true })
+    end
+  end
+end
+
 local function draw(chat)
   if not (chat.buf and vim.api.nvim_buf_is_valid(chat.buf)) then
     return
   end
+  follow_session_name(chat)
   local lines, marks = M.render(chat.model)
   vim.bo[chat.buf].modifiable = true
   vim.api.nvim_buf_set_lines(chat.buf, 0, -1, false, lines)
@@ -291,7 +316,9 @@ function M.open(session, cwd)
     vim.bo[chat.buf].bufhidden = "hide"
     vim.bo[chat.buf].swapfile = false
     vim.bo[chat.buf].filetype = "pi_chat"
-    pcall(vim.api.nvim_buf_set_name, chat.buf, "pi-chat://" .. (session and vim.fn.fnamemodify(session, ":t:r") or "new"))
+    if pcall(vim.api.nvim_buf_set_name, chat.buf, buf_name(session)) then
+      chat.named = session
+    end
     keymaps(chat)
   end
   local wins = vim.fn.win_findbuf(chat.buf)

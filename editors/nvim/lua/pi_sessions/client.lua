@@ -39,6 +39,11 @@ function M.on(method, fn)
   end
 end
 
+--- How many subscribers `method` has (the sidebars subscribe while open).
+function M.listener_count(method)
+  return #(listeners[method] or {})
+end
+
 local function emit(method, params)
   for _, fn in ipairs(vim.list_extend({}, listeners[method] or {})) do
     local ok, err = pcall(fn, params)
@@ -111,6 +116,21 @@ local function send(method, params, cb)
   end
 end
 
+--- The server died before answering: its stderr went to the LSP log, so
+--- ask `cmd --version` what is wrong and show that too (an import error,
+--- a broken install).
+function M.explain_failure(cmd, env)
+  local argv = vim.list_extend(vim.deepcopy(cmd), { "--version" })
+  local ok = pcall(vim.system, argv, { text = true, env = env }, function(r)
+    local out = vim.trim(r.stderr or "")
+    if r.code ~= 0 and out ~= "" then
+      local lines = vim.split(out, "\n", { plain = true })
+      notify_error(("`%s --version` says: %s"):format(table.concat(cmd, " "), lines[#lines]))
+    end
+  end)
+  return ok
+end
+
 --- Start the server if it is not running. Returns false (with a message
 --- shown) when the command cannot be found, so callers never wait forever.
 function M.ensure()
@@ -142,6 +162,8 @@ function M.ensure()
     root = vim.fn.getcwd()
   end
   state.ready = false
+  -- a stop asked for earlier ended that client, not this one
+  M._stopping = false
   local client_config = {
     name = M.NAME,
     cmd = cmd,
@@ -173,6 +195,9 @@ function M.ensure()
         fail_all(msg)
         if not M._stopping then
           notify_error(msg)
+          if not was_ready then
+            M.explain_failure(cmd, opts.cmd_env)
+          end
         end
       else
         fail_all("pi-server stopped")

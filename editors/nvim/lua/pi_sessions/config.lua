@@ -4,7 +4,8 @@ local M = {}
 local FILTERS = { "default", "no-tools", "user-only", "labeled-only", "all" }
 M.filters = FILTERS
 
-local function default_cmd()
+--- What runs the server when `cmd` is not set: pi-server on PATH first.
+function M.default_cmd()
   if vim.fn.executable("pi-server") == 1 then
     return { "pi-server" }
   end
@@ -30,18 +31,19 @@ M.defaults = {
   page_size = 500, -- rows fetched per pi/getTree window
   sidebar = { width = 60, position = "left" },
   attach_jsonl = true, -- attach the client to session files for outline/diagnostics
+  -- key -> action name (see :help pi_sessions-actions); false drops a key
   keymaps = {
-    switch = "<CR>",
-    summarize = "s",
-    label = "L",
-    filter = "f",
-    search = "/",
-    fold = "za",
-    entry = "K",
-    yank = "y",
-    yank_format = "Y",
-    refresh = "r",
-    close = "q",
+    ["<CR>"] = "switch",
+    s = "summarize",
+    L = "label",
+    f = "filter",
+    ["/"] = "search",
+    za = "fold",
+    K = "entry",
+    y = "yank",
+    Y = "yank_format",
+    r = "refresh",
+    q = "close",
   },
 }
 
@@ -56,7 +58,7 @@ function M.set(opts)
 end
 
 function M.cmd()
-  local cmd = M.options.cmd or default_cmd()
+  local cmd = M.options.cmd or M.default_cmd()
   if type(cmd) == "string" then
     cmd = vim.split(cmd, "%s+", { trimempty = true })
   end

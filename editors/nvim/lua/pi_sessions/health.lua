@@ -11,6 +11,28 @@ local function run(cmd, timeout)
   return obj
 end
 
+-- Every sidebar key must name an action (see :help pi_sessions-actions).
+function M.check_keymaps(health, config)
+  health.start("pi_sessions: sidebar keys")
+  local actions = require("pi_sessions.tree.actions")
+  local resolved = require("pi_sessions.tree.keymaps").resolve(config.options.keymaps)
+  local count, bad = 0, {}
+  for lhs, name in pairs(resolved) do
+    count = count + 1
+    if type(actions[name]) ~= "table" then
+      table.insert(bad, ("%s -> %s"):format(lhs, tostring(name)))
+    end
+  end
+  if #bad == 0 then
+    health.ok(("%d keys, each mapped to an action"):format(count))
+  else
+    table.sort(bad)
+    health.error("keys mapped to no action: " .. table.concat(bad, ", "), {
+      "See :help pi_sessions-actions for the action names",
+    })
+  end
+end
+
 function M.check()
   local health = vim.health
   local config = require("pi_sessions.config")
@@ -67,6 +89,8 @@ function M.check()
       health.warn(dir .. " does not exist", { "Run pi once, or set `sessions_dirs` in setup()" })
     end
   end
+  M.check_keymaps(health, config)
+
   local state = config.options.state_dir
   if state then
     if vim.fn.isdirectory(state) == 1 or vim.fn.isdirectory(vim.fn.fnamemodify(state, ":h")) == 1 then

@@ -112,11 +112,7 @@ function M.rename(name)
     client.request("pi/setSessionName", { session = session, name = text }, function(err, result)
       if not err then
         require("pi_sessions.util").info(result.queued and "name queued until pi's turn ends" or ("session named " .. text))
-        local tree = require("pi_sessions.tree")
-        if tree.session() == session then
-          tree.state.name = text
-          tree.refresh()
-        end
+        require("pi_sessions.tree").set_name(session, text)
       end
     end)
   end
@@ -136,12 +132,10 @@ function M.fork()
     return client.notify_error("no session: open one with :PiSessions or :PiTree first")
   end
   target_leaf(session, function(leaf)
-    local tree = require("pi_sessions.tree")
-    tree.state.session = tree.state.session or session
     client.request("pi/fork", { session = session, leafId = leaf }, function(err, result)
       if not err then
         require("pi_sessions.util").info("forked into " .. vim.fn.fnamemodify(result.session, ":t"))
-        tree.open(result.session)
+        require("pi_sessions.tree").open(result.session)
       end
     end)
   end)

@@ -87,7 +87,7 @@ function M.header(name, filter, search, total)
     parts[#parts + 1] = "search: " .. search
   end
   if total then
-    parts[#parts + 1] = total .. " rows"
+    parts[#parts + 1] = total .. (total == 1 and " row" or " rows")
   end
   return table.concat(parts, " │ ")
 end

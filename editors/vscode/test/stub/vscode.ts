@@ -154,6 +154,8 @@ export class CancellationTokenSource {
 export interface Shown {
   kind: "info" | "warning" | "error";
   message: string;
+  /** The buttons offered with it. */
+  actions?: string[];
 }
 
 export const recorded = {
@@ -240,8 +242,8 @@ export const window = {
     recorded.messages.push({ kind: "warning", message });
     return answers.warnings.shift();
   },
-  showErrorMessage: async (message: string) => {
-    recorded.messages.push({ kind: "error", message });
+  showErrorMessage: async (message: string, ...actions: string[]) => {
+    recorded.messages.push({ kind: "error", message, actions });
     return undefined;
   },
   showQuickPick: async (items: any[], options: any) => {

@@ -14,8 +14,9 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from pi_server.live.state import atomic_write
-from pi_server.store.index import CURRENT_VERSION, SessionIndex
+from pi_server.store.index import SessionIndex
+from pi_server.store.records import CURRENT_VERSION
+from pi_server.store.state import atomic_write
 
 
 class WriteFailed(Exception):

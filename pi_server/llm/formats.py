@@ -10,21 +10,31 @@ from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.models import OPENAI_DEFAULT, anthropic_model
 from pi_server.llm.openai import convert_messages as openai_messages
 from pi_server.llm.tokens import estimate_tokens, estimate_total
+from pi_server.llm.transcript import system_at
 from pi_server.store.index import SessionIndex
 
 FORMATS = ("agent", "llm", "anthropic", "openai")
 
 
 def _tokens(idx: SessionIndex, ctx: SessionContext) -> int:
-    """estimateTokens summed, each entry's estimate computed once per index."""
+    """estimateTokens summed; each message's estimate computed once per index.
+
+    A message is keyed by its entry, the context edit applied to it and its place
+    among the entry's messages (a compaction gives two).
+    """
     if ctx.positions is None:
         return estimate_total(ctx.messages)
     cache = idx.tokens
+    edits = ctx.edit_positions or [-1] * len(ctx.positions)
     total = 0
-    for pos, m in zip(ctx.positions, ctx.messages, strict=True):
-        t = cache.get(pos)
+    prev, k = -1, 0
+    for pos, edit, m in zip(ctx.positions, edits, ctx.messages, strict=True):
+        k = k + 1 if pos == prev else 0
+        prev = pos
+        key = (pos, edit, k)
+        t = cache.get(key)
         if t is None:
-            t = cache[pos] = estimate_tokens(m)
+            t = cache[key] = estimate_tokens(m)
         total += t
     return total
 
@@ -39,6 +49,7 @@ def context_result(
         "model": ctx.model,
         "thinkingLevel": ctx.thinking_level,
         "tokens": _tokens(idx, ctx),
+        "system": system_at(ctx.messages),
     }
     if fmt == "agent":
         out["messages"], out["entryIds"] = ctx.messages, ctx.entry_ids

@@ -18,11 +18,12 @@ from typing import Any
 
 import msgspec
 
-from pi_server.live.state import atomic_write
-from pi_server.store.index import Diagnostic, Header, SessionIndex
+from pi_server.store.index import SessionIndex
+from pi_server.store.records import Diagnostic, Header
+from pi_server.store.state import atomic_write
 
-FORMAT = 1
-_ARRAYS = ("offsets", "lengths", "anc_model", "anc_thinking", "anc_compaction")
+FORMAT = 2  # 2: entry line numbers
+_ARRAYS = ("offsets", "lengths", "lines", "anc_model", "anc_thinking", "anc_compaction")
 _PLAIN = (
     "ids",
     "parents",

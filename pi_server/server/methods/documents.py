@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import bisect
-import re
 
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
-from pi_server.live.sessions import LiveSession
+from pi_server.live.session import LiveSession
 from pi_server.server import errors
-from pi_server.server.app import PiServer
+from pi_server.server.base import PiServer
+from pi_server.server.rpc import lsp_feature
 from pi_server.tree import titles
 from pi_server.tree.paths import tree_diagnostics
 
-_PARENT = re.compile(r'"parentId"\s*:\s*"([^"]+)"')
 _SEVERITY = {
     "error": lsp.DiagnosticSeverity.Error,
     "warning": lsp.DiagnosticSeverity.Warning,
@@ -32,65 +31,56 @@ def _line_range(line: int, length_chars: int = 0) -> lsp.Range:
     return lsp.Range(lsp.Position(line, 0), lsp.Position(line, length_chars))
 
 
-def line_numbers(live: LiveSession) -> list[int]:
-    """Physical line of every entry, counted once per index generation."""
-    idx = live.index
-    cached = getattr(live, "_lines", None)
-    if cached is not None and cached[0] == idx.generation:
-        return cached[1]
-    with open(idx.path, "rb") as f:
-        data = f.read(idx.size)
-    out: list[int] = []
-    line = 0
-    pos = 0
-    for off in idx.offsets:
-        line += data.count(b"\n", pos, off)
-        pos = off
-        out.append(line)
-    live._lines = (idx.generation, out)  # type: ignore[attr-defined]
-    return out
+async def _live_for(ls: PiServer, uri: str) -> LiveSession | None:
+    path = to_fs_path(uri)
+    if ls.registry is None or path is None or not path.endswith(".jsonl"):
+        return None
+    try:
+        return await ls.core(ls.registry.get, path)
+    except errors.PiError:
+        return None
 
 
-def register(server: PiServer) -> None:
-    async def live_for(ls: PiServer, uri: str) -> LiveSession | None:
-        path = to_fs_path(uri)
-        if ls.registry is None or path is None or not path.endswith(".jsonl"):
-            return None
-        try:
-            return await ls.core(ls.registry.get, path)
-        except errors.PiError:
-            return None
+async def _publish(ls: PiServer, uri: str) -> None:
+    live = await _live_for(ls, uri)
+    if live is None:
+        return
+    ls.text_document_publish_diagnostics(
+        lsp.PublishDiagnosticsParams(uri=uri, diagnostics=await ls.core(diagnostics, live))
+    )
 
-    async def publish(ls: PiServer, uri: str) -> None:
-        live = await live_for(ls, uri)
-        if live is None:
-            return
-        ls.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=await ls.core(diagnostics, live))
-        )
 
-    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
-    async def did_open(ls: PiServer, p: lsp.DidOpenTextDocumentParams) -> None:
-        await publish(ls, p.text_document.uri)
+@lsp_feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+async def did_open(ls: PiServer, p: lsp.DidOpenTextDocumentParams) -> None:
+    """Diagnostics for a session file as it is opened."""
+    await _publish(ls, p.text_document.uri)
 
-    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
-    async def did_save(ls: PiServer, p: lsp.DidSaveTextDocumentParams) -> None:
-        await publish(ls, p.text_document.uri)
 
-    @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    async def document_symbol(ls: PiServer, p: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
-        live = await live_for(ls, p.text_document.uri)
-        return [] if live is None else await ls.core(symbols, live)
+@lsp_feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+async def did_save(ls: PiServer, p: lsp.DidSaveTextDocumentParams) -> None:
+    """Diagnostics again after a save."""
+    await _publish(ls, p.text_document.uri)
 
-    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
-    async def hover(ls: PiServer, p: lsp.HoverParams) -> lsp.Hover | None:
-        live = await live_for(ls, p.text_document.uri)
-        return None if live is None else await ls.core(hover_at, live, p.position.line)
 
-    @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
-    async def definition(ls: PiServer, p: lsp.DefinitionParams) -> lsp.Location | None:
-        live = await live_for(ls, p.text_document.uri)
-        return None if live is None else await ls.core(parent_location, live, p.text_document.uri, p.position)
+@lsp_feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+async def document_symbol(ls: PiServer, p: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
+    """The tree as an outline."""
+    live = await _live_for(ls, p.text_document.uri)
+    return [] if live is None else await ls.core(symbols, live)
+
+
+@lsp_feature(lsp.TEXT_DOCUMENT_HOVER)
+async def hover(ls: PiServer, p: lsp.HoverParams) -> lsp.Hover | None:
+    """What an entry line holds."""
+    live = await _live_for(ls, p.text_document.uri)
+    return None if live is None else await ls.core(hover_at, live, p.position.line)
+
+
+@lsp_feature(lsp.TEXT_DOCUMENT_DEFINITION)
+async def definition(ls: PiServer, p: lsp.DefinitionParams) -> lsp.Location | None:
+    """Go to an entry's parent."""
+    live = await _live_for(ls, p.text_document.uri)
+    return None if live is None else await ls.core(parent_location, live, p.text_document.uri, p.position)
 
 
 def diagnostics(live: LiveSession) -> list[lsp.Diagnostic]:
@@ -111,7 +101,7 @@ def diagnostics(live: LiveSession) -> list[lsp.Diagnostic]:
 def symbols(live: LiveSession) -> list[lsp.DocumentSymbol]:
     """The tree outline: one symbol per entry, children nested under branch points."""
     idx = live.index
-    lines = line_numbers(live)
+    lines = live.index.lines
     tree = live.outline.tree
     order, _ = live.outline.flat(live.index.by_id.get(live.leaf_id) if live.leaf_id else None)
     entries = idx.read_entries(order, light=True)
@@ -148,7 +138,7 @@ def sym_children(sym: lsp.DocumentSymbol) -> list:
 
 def hover_at(live: LiveSession, line: int) -> lsp.Hover | None:
     idx = live.index
-    lines = line_numbers(live)
+    lines = live.index.lines
     pos = bisect.bisect_left(lines, line)
     if pos >= len(lines) or lines[pos] != line:
         return None
@@ -172,15 +162,11 @@ def hover_at(live: LiveSession, line: int) -> lsp.Hover | None:
 
 def parent_location(live: LiveSession, uri: str, position: lsp.Position) -> lsp.Location | None:
     idx = live.index
-    lines = line_numbers(live)
+    lines = live.index.lines
     pos = bisect.bisect_left(lines, position.line)
     if pos >= len(lines) or lines[pos] != position.line:
         return None
-    with open(idx.path, "rb") as f:
-        f.seek(idx.offsets[pos])
-        raw = f.read(idx.lengths[pos]).decode("utf-8", "replace")
-    m = _PARENT.search(raw)
-    parent = m.group(1) if m else idx.parents[pos]
+    parent = idx.parents[pos]
     if parent is None or parent not in idx.by_id:
         return None
     target = lines[idx.by_id[parent]]

@@ -1,0 +1,106 @@
+"""The server's appends, one typed call per entry kind, shaped as pi's SessionManager writes them.
+
+Each `append_*` builds `{type, id, parentId, timestamp, ...}` in pi's key order
+and hands it to one `_append_entry`; entries hang under the current leaf unless
+pi's own call takes an explicit parent (a branch summary, the leaf marker).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pi_server.jsutil import js_trim
+from pi_server.live.errors import EntryNotFound, Refused
+from pi_server.live.session import LiveSession
+from pi_server.store.state import StateDir
+from pi_server.store.writer import append_lines, migrate_in_place, new_id, now_iso
+from pi_server.tree.paths import path_to
+
+LEAF_MARKER = "pi-server/leaf"
+_LINE_BREAKS = re.compile(r"[\r\n]+")
+
+
+class SessionAppender:
+    def __init__(self, live: LiveSession, state: StateDir) -> None:
+        self.live = live
+        self.state = state
+        self.appended: list[str] = []  # every id the file gained, ours and any a concurrent pi wrote
+
+    def append_message(self, message: dict[str, Any]) -> str:
+        return self._append_entry("message", self.live.leaf_id, message=message)
+
+    def append_model_change(self, provider: str, model_id: str) -> str:
+        return self._append_entry("model_change", self.live.leaf_id, provider=provider, modelId=model_id)
+
+    def append_thinking_level_change(self, level: str) -> str:
+        return self._append_entry("thinking_level_change", self.live.leaf_id, thinkingLevel=level)
+
+    def append_label(self, target_id: str, label: str | None) -> str:
+        """pi's appendLabelChange: an empty label clears (the field is left out)."""
+        fields: dict[str, Any] = {"targetId": target_id}
+        if label:
+            fields["label"] = label
+        return self._append_entry("label", self.live.leaf_id, **fields)
+
+    def append_session_name(self, name: str) -> str:
+        """pi 1.6.0's appendSessionInfo: line breaks become one space, then the name is trimmed."""
+        return self._append_entry("session_info", self.live.leaf_id, name=js_trim(_LINE_BREAKS.sub(" ", name)))
+
+    def append_branch_summary(self, branch_from: str | None, summary: str, details: dict[str, Any]) -> str:
+        """pi's branchWithSummary: the summary hangs under the entry the branch continues from."""
+        from_id = branch_from if branch_from is not None else "root"
+        return self._append_entry("branch_summary", branch_from, fromId=from_id, summary=summary, details=details)
+
+    def append_compaction(
+        self, summary: str, first_kept_entry_id: str | None, tokens_before: int, details: dict[str, Any]
+    ) -> str:
+        return self._append_entry(
+            "compaction",
+            self.live.leaf_id,
+            summary=summary,
+            firstKeptEntryId=first_kept_entry_id,
+            tokensBefore=tokens_before,
+            details=details,
+        )
+
+    def append_context_edit(self, target_id: str, replacement: dict[str, Any] | None) -> str:
+        """pi 1.6.0's appendContextEdit (see `checked_edit`)."""
+        replacement = checked_edit(self.live, target_id, replacement)
+        return self._append_entry("context_edit", self.live.leaf_id, targetId=target_id, replacement=replacement)
+
+    def append_leaf_marker(self, leaf_id: str | None) -> str:
+        """A custom entry under the chosen leaf, so `pi --resume` continues there."""
+        return self._append_entry("custom", leaf_id, customType=LEAF_MARKER, data={"leafId": leaf_id})
+
+    def _append_entry(self, etype: str, parent: str | None, **fields: Any) -> str:
+        idx = self.live.index
+        entry = {"type": etype, "id": new_id(idx.by_id), "parentId": parent, "timestamp": now_iso(), **fields}
+        if idx.version < 3 and migrate_in_place(idx):
+            idx.refresh()  # ids are kept; the header changed
+        append_lines(idx.path, [entry])
+        self.appended += idx.refresh()[0]
+        self.live.leaf_id, self.live.explicit = idx.last_id, False
+        self.state.forget_leaf(idx.path)
+        return entry["id"]
+
+
+def checked_edit(live: LiveSession, target_id: str, replacement: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What pi 1.6.0's appendContextEdit accepts: omit (None) or replace the content of a
+    user/assistant/toolResult message or a custom message on the active branch. Returns the
+    replacement as stored (a string for an assistant or tool result becomes one text block)."""
+    if replacement is not None and not isinstance(replacement.get("content"), str | list):
+        raise Refused("Context edit replacement must be null or contain string/array content")
+    idx = live.index
+    pos = idx.by_id.get(target_id)
+    if pos is None:
+        raise EntryNotFound(f"Entry {target_id} not found")
+    leaf = idx.by_id.get(live.leaf_id) if live.leaf_id is not None else None
+    if leaf is None or pos not in path_to(idx, leaf):
+        raise Refused(f"Entry {target_id} is not on the active branch")
+    etype, role = idx.types[pos], idx.roles[pos]
+    if not (etype == "custom_message" or (etype == "message" and role in ("user", "assistant", "toolResult"))):
+        raise Refused(f"Entry {target_id} does not contribute editable model content")
+    if replacement is not None and role in ("assistant", "toolResult") and isinstance(replacement["content"], str):
+        return {"content": [{"type": "text", "text": replacement["content"]}]}
+    return replacement

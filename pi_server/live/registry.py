@@ -1,0 +1,261 @@
+"""The registry of served sessions: an index per file (least recently used dropped past a
+budget, reloaded from the index cache), background indexing, changes on disk, and the
+entry points for writes.
+
+All of it is synchronous and meant to run on one worker thread: the server
+never touches an index from two threads at once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from pi_server.live import navigate, queue
+from pi_server.live import ops as oplib
+from pi_server.live.appends import SessionAppender
+from pi_server.live.busy import pi_turn_running
+from pi_server.live.errors import OutsideRoots, SessionNotFound
+from pi_server.live.queue import Written
+from pi_server.live.session import LiveSession, Refreshed
+from pi_server.store.cache import IndexCache, fingerprint
+from pi_server.store.discovery import is_within, iter_session_files, list_sessions, matches, session_info
+from pi_server.store.index import NotASession, SessionIndex
+from pi_server.store.state import StateDir
+from pi_server.store.writer import new_session_file
+from pi_server.tree.outline import Outline
+
+
+@dataclass
+class Registry:
+    roots: list[str]
+    state: StateDir
+    busy_timeout: float = 120.0
+    sessions: OrderedDict[str, LiveSession] = field(default_factory=OrderedDict)  # least recently used first
+    cache: IndexCache | None = None
+    max_live_entries: int = 100_000  # indexes beyond this are dropped (their cache stays on disk)
+    evicted: dict[str, int] = field(default_factory=dict)  # path -> entry count when dropped
+    building: dict[str, SessionIndex] = field(default_factory=dict)  # background indexing in progress
+    turns: dict[str, Any] = field(default_factory=dict)  # session path -> the server's own running turn
+
+    def __post_init__(self) -> None:
+        if self.cache is None:
+            self.cache = IndexCache(self.state.root)
+
+    # ---------------------------------------------------------------- lookup
+
+    def resolve(self, session: str) -> str:
+        path = os.path.abspath(os.path.expanduser(session))
+        if not is_within(path, self.roots):
+            raise OutsideRoots(f"{session} is outside the session roots")
+        return path
+
+    def get(self, session: str) -> LiveSession:
+        path = self.resolve(session)
+        live = self.sessions.get(path)
+        if live is not None:
+            self.sessions.move_to_end(path)
+            return live
+        if not os.path.isfile(path):
+            raise SessionNotFound(f"no session file {session}")
+        idx = self.building.pop(path, None)  # half indexed in the background: finish it now
+        from_cache = False
+        if idx is None:
+            idx = self.cache.load(path)
+            from_cache = idx is not None
+        try:
+            if idx is None:
+                idx = SessionIndex.open(path)
+            elif not from_cache:
+                idx.refresh()
+                if idx.header is None:
+                    raise NotASession(path)
+        except NotASession:
+            raise SessionNotFound(f"{session} is not a pi session file") from None
+        except OSError as e:
+            raise SessionNotFound(f"cannot read {session}: {e.strerror}") from None
+        return self._adopt(path, idx, from_cache)
+
+    def index_step(self, path: str, budget: int = 4 << 20) -> bool:
+        """Index a little of one file (for background indexing); True once it is done.
+
+        Requests run between steps, so they never wait behind a whole large file.
+        """
+        if path in self.sessions:
+            return True
+        idx = self.building.get(path)
+        if idx is None:
+            cached = self.cache.load(path)
+            if cached is not None:
+                self._adopt(path, cached, True)
+                return True
+            idx = self.building[path] = SessionIndex(path)
+        try:
+            idx.refresh(max_bytes=budget)
+        except (NotASession, OSError):
+            self.building.pop(path, None)
+            return True
+        if not idx.done:
+            return False
+        self.building.pop(path, None)
+        if idx.header is not None:
+            self._adopt(path, idx, False)
+        return True
+
+    def _adopt(self, path: str, idx: SessionIndex, from_cache: bool) -> LiveSession:
+        live = LiveSession(idx, Outline(idx), idx.last_id, from_cache=from_cache)
+        saved = self.state.leaf(path)
+        if saved is not None and saved.get("size") == idx.size:
+            # the file has not grown since the switch: the switch still holds
+            lid = saved["leafId"]
+            if lid is None or lid in idx.by_id:
+                live.leaf_id, live.explicit = lid, True
+        self.sessions[path] = live
+        if not from_cache or idx.generation > 1:
+            self.save_index(live)
+        else:
+            live.saved_generation = idx.generation
+        fp = fingerprint(path)
+        if fp is not None:
+            self.cache.remember_info(path, fp, {**session_info(idx), "_size": idx.size})
+        self._evict(keep=path)
+        return live
+
+    def _evict(self, keep: str) -> None:
+        """Drop the least recently used indexes beyond the budget; their caches reload them fast."""
+        total = sum(len(live.index) for live in self.sessions.values())
+        for path in list(self.sessions):
+            if total <= self.max_live_entries:
+                break
+            if path == keep or self.state.pending(path):
+                continue
+            live = self.sessions.pop(path)
+            self.save_index(live)
+            self.evicted[path] = len(live.index)
+            total -= len(live.index)
+
+    def save_index(self, live: LiveSession) -> None:
+        if live.saved_generation != live.index.generation:
+            self.cache.save(live.index)
+            live.saved_generation = live.index.generation
+
+    def save_all(self) -> None:
+        """Write the index cache of every session that changed since it was last saved."""
+        for live in list(self.sessions.values()):
+            self.save_index(live)
+        self.cache.save_listing(keep=set(self.all_files()))
+
+    def entry_pos(self, live: LiveSession, entry_id: str) -> int:
+        return navigate.entry_pos(live, entry_id)
+
+    def list(self, cwd: str | None = None, query: str | None = None, limit: int | None = None) -> list[dict]:
+        """SessionInfo of every session, newest first; unchanged files answer from the listing cache."""
+        return list_sessions(self.roots, cwd=cwd, query=query, limit=limit, describe=self._describe)
+
+    def _describe(self, path: str, query: str | None) -> dict[str, Any] | None:
+        """One file's SessionInfo (None: skip it), with the leaf the server keeps for it."""
+        fp = fingerprint(path)
+        if fp is None:
+            return None
+        live = self.sessions.get(path)
+        info = None
+        if live is None and not query:
+            info = self.cache.cached_info(path, fp)
+        if info is None:
+            try:
+                live = self.get(path)
+                if live.index.size != fp["size"] or live.index.partial_tail:
+                    self.refresh(path)
+            except (SessionNotFound, NotASession, OSError):
+                return None
+            info = session_info(live.index)
+            self.cache.remember_info(path, fp, {**info, "_size": live.index.size})
+            if query and not matches(live.index, query):
+                return None
+        size = info.get("_size")
+        info = {k: v for k, v in info.items() if k != "_size"}
+        saved = self.state.leaf(path)
+        if live is not None:
+            info["leafId"] = live.leaf_id
+        elif saved is not None and saved.get("size") == size:
+            info["leafId"] = saved["leafId"]
+        return info
+
+    def all_files(self) -> list[str]:
+        return list(iter_session_files(self.roots))
+
+    # ---------------------------------------------------------------- changes on disk
+
+    def refresh(self, path: str) -> Refreshed | None:
+        """Re-read a file that changed. Appended entries move the leaf (as pi's reload would)."""
+        live = self.sessions.get(path)
+        if live is None:
+            if path not in self.evicted:
+                return None
+            before = self.evicted.pop(path)
+            try:
+                live = self.get(path)
+            except (SessionNotFound, OutsideRoots):
+                return Refreshed(path, [], True, None)
+            if live.from_cache and len(live.index) >= before:
+                appended = live.index.ids[before:]
+                return Refreshed(path, appended, False, live.leaf_id) if appended else None
+            return Refreshed(path, [], True, live.leaf_id)
+        try:
+            appended, reset = live.index.refresh()
+        except (NotASession, OSError):
+            self.sessions.pop(path, None)
+            return Refreshed(path, [], True, None)
+        if reset:
+            live.leaf_id, live.explicit = live.index.last_id, False
+            self.state.forget_leaf(path)
+        elif appended:
+            live.leaf_id, live.explicit = appended[-1], False
+            self.state.forget_leaf(path)
+        if not appended and not reset:
+            return None
+        return Refreshed(path, appended, reset, live.leaf_id)
+
+    def forget(self, path: str) -> None:
+        self.sessions.pop(path, None)
+        self.evicted.pop(path, None)
+
+    # ---------------------------------------------------------------- turns and writes
+
+    def busy(self, live: LiveSession, now: float | None = None) -> bool:
+        """A turn is in progress: ours, or pi's (the last entry waits for the model or a tool)."""
+        return live.path in self.turns or pi_turn_running(live, self.busy_timeout, now)
+
+    def write(self, live: LiveSession, ops: list[oplib.Op]) -> Written:
+        """Apply now, or queue when the session is busy."""
+        return queue.write(self.state, live, ops, self.busy(live))
+
+    def flush(self, live: LiveSession, force: bool = False) -> list[str]:
+        """Flush the pending queue in order when the turn is over (or timed out)."""
+        if not self.state.pending(live.path) or (self.busy(live) and not force):
+            return []
+        return queue.flush(self.state, live)
+
+    def appender(self, live: LiveSession) -> SessionAppender:
+        """Appends of the server's own turn: children of the leaf, written now."""
+        return SessionAppender(live, self.state)
+
+    def switch(
+        self, live: LiveSession, target: str | None, label: str | None, persist: bool, summary: dict | None = None
+    ) -> tuple[dict[str, Any], Written]:
+        return navigate.switch(
+            self.state, live, target, label=label, persist=persist, summary=summary, busy=self.busy(live)
+        )
+
+    def fork(self, live: LiveSession, leaf_id: str) -> str:
+        return navigate.fork(live, leaf_id)
+
+    def new_session(self, cwd: str) -> str:
+        """pi's SessionManager.create layout: <root>/--<cwd>--/<timestamp>_<uuid>.jsonl, header only."""
+        rest = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
+        safe = "--" + rest.replace("/", "-").replace("\\", "-").replace(":", "-") + "--"
+        directory = os.path.join(self.roots[0], safe)
+        os.makedirs(directory, exist_ok=True)
+        return new_session_file(directory, {"cwd": cwd}, [])

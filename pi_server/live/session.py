@@ -1,0 +1,32 @@
+"""One served session: its index, its outline, and where its conversation continues."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pi_server.store.index import SessionIndex
+from pi_server.tree.outline import Outline
+
+
+@dataclass
+class LiveSession:
+    index: SessionIndex
+    outline: Outline
+    leaf_id: str | None  # None with explicit=True: before the first entry
+    explicit: bool = False  # set by a switch, not by the file
+    saved_generation: int = -1  # index generation last written to the index cache
+    from_cache: bool = False
+
+    @property
+    def path(self) -> str:
+        return self.index.path
+
+
+@dataclass
+class Refreshed:
+    """What a re-read of a changed file found (the `pi/sessionUpdated` facts)."""
+
+    session: str
+    appended: list[str]
+    reset: bool
+    leaf_id: str | None

@@ -1,0 +1,1 @@
+"""One module per group of methods; importing a module registers its methods in `server.rpc`."""

@@ -1,0 +1,191 @@
+"""The harness methods: pi/prompt, pi/abort, pi/setModel, pi/setThinkingLevel, and how a turn talks back."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pi_server.agent.prompt import build_system_prompt
+from pi_server.agent.tooldefs import READ_ONLY, TOOL_ORDER
+from pi_server.agent.turn import Hooks, RetrySettings, Snapshot, Turn
+from pi_server.live.appends import SessionAppender
+from pi_server.live.session import LiveSession
+from pi_server.llm.formats import context_result
+from pi_server.llm.models import ANTHROPIC, anthropic_model
+from pi_server.server import background, errors, notify, params
+from pi_server.server.base import PiServer
+from pi_server.server.results import AbortResult, PromptResult, WriteResult
+from pi_server.server.rpc import pi_method
+from pi_server.summaries.client import api_key
+
+log = logging.getLogger("pi_server")
+DEFAULT_THINKING = "medium"  # pi's DEFAULT_THINKING_LEVEL for a new session
+
+
+@dataclass(frozen=True)
+class SettingChange:
+    """A model or thinking-level switch asked for during a turn, written when it ends."""
+
+    provider: str | None = None
+    model_id: str | None = None
+    level: str | None = None
+
+    def append(self, appender: SessionAppender) -> str:
+        if self.level is not None:
+            return appender.append_thinking_level_change(self.level)
+        return appender.append_model_change(self.provider or "", self.model_id or "")
+
+
+def _retry(ls: PiServer) -> RetrySettings:
+    r = RetrySettings()
+    env = os.environ.get("PI_SERVER_RETRY_BASE_MS")
+    if env:
+        r.base_delay_ms = float(env)
+    opts = ls.settings.agent
+    if opts.retry_base_delay_ms is not None:
+        r.base_delay_ms = opts.retry_base_delay_ms
+    if opts.max_retries is not None:
+        r.max_retries = opts.max_retries
+    return r
+
+
+@pi_method("pi/prompt", params.Prompt)
+async def prompt(ls: PiServer, p: params.Prompt) -> PromptResult:
+    """Run one prompt of pi's agent loop at the session's leaf (or in a new session for `cwd`)."""
+    if p.session is None and p.cwd is None:
+        raise errors.InvalidParams("invalid params: session: give a session or a cwd")
+    if p.session is None and not (os.path.isabs(p.cwd or "") and os.path.isdir(p.cwd or "")):
+        raise errors.InvalidParams("invalid params: cwd: not an existing absolute directory")
+    tools = [n for n in TOOL_ORDER if n in READ_ONLY or n in ls.client_tools]
+    turn_id = str(uuid.uuid4())
+
+    def start() -> Any:
+        reg = ls.registry
+        if p.session is not None:
+            live = reg.get(p.session)
+            if reg.busy(live):
+                raise errors.Busy(f"a turn is already running in {live.path}")
+        else:
+            live = reg.get(reg.new_session(p.cwd))
+            # as pi starts a new session: the model and thinking level first
+            appender = reg.appender(live)
+            appender.append_model_change("anthropic", anthropic_model(None).id)
+            appender.append_thinking_level_change(DEFAULT_THINKING)
+        reg.turns[live.path] = turn_id  # the Turn replaces this once it exists
+        leaf = live.leaf_id
+        ctx = context_result(live.index, leaf, before_first=live.explicit and leaf is None, fmt="llm")
+        cwd = live.index.header.cwd if live.index.header and live.index.header.cwd else (p.cwd or "/")
+        return live, ctx, cwd
+
+    live, ctx, cwd = await ls.core(start)
+    snap = Snapshot(
+        messages=ctx["messages"],
+        model=anthropic_model(ctx["model"]),
+        thinking=ctx["thinkingLevel"] or "off",
+        tools=tools,
+        system=build_system_prompt(cwd, tools),
+        cwd=cwd,
+    )
+    turn = Turn(turn_id, snap, api_key(), _hooks(ls, live, turn_id), _retry(ls))
+    ls.registry.turns[live.path] = turn
+    content: list[dict[str, Any]] = [{"type": "text", "text": p.text}]
+    content += [{"type": "image", "data": im.data, "mimeType": im.mimeType} for im in p.images]
+    user = {"role": "user", "content": content, "timestamp": int(time.time() * 1000)}
+    ls.tasks[:] = [t for t in ls.tasks if not t.done()]
+    ls.tasks.append(asyncio.ensure_future(_run(ls, live, turn, user)))
+    return PromptResult(turn_id=turn_id, session=live.path)
+
+
+@pi_method("pi/abort", params.Abort)
+async def abort(ls: PiServer, p: params.Abort) -> AbortResult:
+    """Stop the session's running turn, as pi's abort (the message ends `aborted`)."""
+    path = await ls.core(ls.registry.resolve, p.session)
+    turn = ls.registry.turns.get(path)
+    if isinstance(turn, Turn):
+        turn.aborted.set()
+    return AbortResult(aborted=isinstance(turn, Turn))
+
+
+@pi_method("pi/setModel", params.SetModel)
+async def set_model(ls: PiServer, p: params.SetModel) -> WriteResult:
+    """Switch the session's model (written as pi's model_change; kept for the end of a running turn)."""
+    if p.provider != "anthropic" or p.modelId not in ANTHROPIC:
+        raise errors.InvalidParams(f"invalid params: modelId: unknown model {p.provider}/{p.modelId}")
+    return await _setting(ls, p.session, SettingChange(provider=p.provider, model_id=p.modelId))
+
+
+@pi_method("pi/setThinkingLevel", params.SetThinkingLevel)
+async def set_thinking(ls: PiServer, p: params.SetThinkingLevel) -> WriteResult:
+    """Switch the thinking level (pi's thinking_level_change; kept for the end of a running turn)."""
+    return await _setting(ls, p.session, SettingChange(level=p.level))
+
+
+async def _setting(ls: PiServer, session: str, change: SettingChange) -> WriteResult:
+    """During our turn: kept for its end. Otherwise: written now, as pi writes a model switch."""
+
+    def run() -> Any:
+        live = ls.registry.get(session)
+        turn = ls.registry.turns.get(live.path)
+        if isinstance(turn, Turn):
+            turn.pending_settings.append(change)
+            return live, None
+        return live, change.append(ls.registry.appender(live))
+
+    live, eid = await ls.core(run)
+    if eid is not None:
+        notify.session_updated(ls, live.path, [eid], live.leaf_id)
+    return WriteResult(entry_id=eid, queued=eid is None)
+
+
+def _hooks(ls: PiServer, live: LiveSession, turn_id: str) -> Hooks:
+    def emit(event: dict[str, Any]) -> None:
+        notify.agent_event(ls, live.path, turn_id, event)
+
+    async def append(message: dict[str, Any]) -> str:
+        eid = await ls.core(lambda: ls.registry.appender(live).append_message(message))
+        notify.session_updated(ls, live.path, [eid], live.leaf_id)
+        return eid
+
+    async def turn_end() -> None:
+        await background.flush_session(ls, live.path, force=True)
+
+    async def execute_remote(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        req = {"session": live.path, "toolCallId": call_id, "name": name, "arguments": args}
+        reply = await ls.protocol.send_request_async("pi/executeTool", req)
+        return _plain(reply)
+
+    return Hooks(emit, append, turn_end, execute_remote)
+
+
+def _plain(obj: Any) -> Any:
+    """A client reply as plain JSON values (pygls may hand back attrs objects)."""
+    if isinstance(obj, dict | list | str | int | float | bool) or obj is None:
+        return obj
+    return getattr(obj, "__dict__", obj)
+
+
+async def _run(ls: PiServer, live: LiveSession, turn: Turn, user: dict[str, Any]) -> None:
+    try:
+        await turn.run(user)
+    except Exception:  # a bug must not leave the session busy forever
+        log.exception("agent turn failed")
+    finally:
+
+        def finish() -> list[str]:
+            appender = ls.registry.appender(live)
+            ids = [change.append(appender) for change in turn.pending_settings]
+            ls.registry.turns.pop(live.path, None)
+            return ids
+
+        try:
+            ids = await ls.core(finish)
+            if ids:
+                notify.session_updated(ls, live.path, ids, live.leaf_id)
+            await background.flush_session(ls, live.path, force=True)
+        finally:
+            ls.registry.turns.pop(live.path, None)

@@ -1,0 +1,59 @@
+"""Reading sessions: pi/listSessions, pi/getTree, pi/getEntry, pi/buildContext."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pi_server.llm.formats import context_result
+from pi_server.server import params
+from pi_server.server.base import PiServer
+from pi_server.server.rpc import pi_method
+from pi_server.tree.outline import get_tree
+
+
+@pi_method("pi/listSessions", params.ListSessions)
+async def list_sessions(ls: PiServer, p: params.ListSessions) -> Any:
+    """Every session under the roots, newest first (pi's SessionInfo, with the leaf the server keeps)."""
+    return {"sessions": await ls.core(ls.registry.list, p.cwd, p.query, p.limit)}
+
+
+@pi_method("pi/getTree", params.GetTree)
+async def get_tree_rows(ls: PiServer, p: params.GetTree) -> Any:
+    """pi's /tree rows for a filter and search, windowed by offset/limit."""
+
+    def run() -> Any:
+        live = ls.registry.get(p.session)
+        leaf = p.leafId if "leafId" in p.model_fields_set else live.leaf_id
+        if leaf is not None:
+            ls.registry.entry_pos(live, leaf)
+        return get_tree(live.outline, leaf, p.filter, p.search or "", p.folded, p.offset, p.limit)
+
+    return await ls.core(run)
+
+
+@pi_method("pi/getEntry", params.GetEntry)
+async def get_entry(ls: PiServer, p: params.GetEntry) -> Any:
+    """One entry as pi holds it after loading."""
+
+    def run() -> Any:
+        live = ls.registry.get(p.session)
+        return {"entry": live.index.read_entry(ls.registry.entry_pos(live, p.id))}
+
+    return await ls.core(run)
+
+
+@pi_method("pi/buildContext", params.BuildContext)
+async def build_context(ls: PiServer, p: params.BuildContext) -> Any:
+    """The context pi would send at a leaf (default: the session's leaf), in one of four formats."""
+
+    def run() -> Any:
+        live = ls.registry.get(p.session)
+        if "leafId" in p.model_fields_set:
+            leaf, before = p.leafId, p.leafId is None
+        else:
+            leaf, before = live.leaf_id, live.explicit and live.leaf_id is None
+        if leaf is not None:
+            ls.registry.entry_pos(live, leaf)
+        return context_result(live.index, leaf, before_first=before, fmt=p.format)
+
+    return await ls.core(run)

@@ -1,0 +1,109 @@
+"""Summaries: pi/summarizeBranch and pi/compact (and the summary a branch switch asks for)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pi_server import summaries
+from pi_server.context.settings import settings_at
+from pi_server.live import ops
+from pi_server.server import background, errors, notify, params
+from pi_server.server.base import PiServer
+from pi_server.server.results import CompactResult
+from pi_server.server.rpc import pi_method
+from pi_server.summaries.client import SummaryError
+from pi_server.summaries.compaction import prepare_compaction
+from pi_server.tree.paths import path_to
+
+
+@pi_method("pi/summarizeBranch", params.SummarizeBranch)
+async def summarize_branch(ls: PiServer, p: params.SummarizeBranch) -> summaries.Summary:
+    """pi's branch summary of the entries between `fromId` (default: the leaf) and the common ancestor."""
+    return await branch_summary(
+        ls,
+        p.session,
+        p.targetId,
+        p.fromId,
+        p.customInstructions,
+        p.replaceInstructions,
+        explicit_from="fromId" in p.model_fields_set,
+    )
+
+
+async def branch_summary(
+    ls: PiServer,
+    session: str,
+    target: str | None,
+    from_id: str | None,
+    custom: str | None,
+    replace: bool,
+    explicit_from: bool = False,
+) -> summaries.Summary:
+    """Summarize the branch from `from_id` (default: the current leaf) back to its common ancestor with `target`."""
+
+    def prepare() -> Any:
+        live = ls.registry.get(session)
+        start = from_id if explicit_from else live.leaf_id
+        for eid in (start, target):
+            if eid is not None:
+                ls.registry.entry_pos(live, eid)
+        model = summaries.summary_model(settings_at(live.index, start).model, ls.settings.summary.model)
+        req, entries = summaries.prepare(live.index, start, target, model, custom, replace)
+        return req, entries, model
+
+    req, entries, model = await ls.core(prepare)
+    token = await background.begin_progress(ls, "Summarizing branch", f"{len(req.entry_ids)} entries")
+    try:
+        return await summaries.summarize(req, entries, model, timeout=ls.settings.summary.timeout)
+    except SummaryError as e:
+        raise errors.SummaryFailed(f"summary failed: {e}") from None
+    finally:
+        background.end_progress(ls, token)
+
+
+@pi_method("pi/compact", params.Compact)
+async def compact(ls: PiServer, p: params.Compact) -> CompactResult:
+    """pi's compaction at the session's leaf; queued while a turn runs."""
+
+    def prepare() -> Any:
+        live = ls.registry.get(p.session)
+        leaf = live.leaf_id
+        if leaf is None:
+            return live, None, None, None
+        path = live.index.read_entries(path_to(live.index, live.index.by_id[leaf]))
+        settings = settings_at(live.index, leaf)
+        model = summaries.summary_model(settings.model, ls.settings.summary.model)
+        return live, prepare_compaction(path), model, settings.thinking_level
+
+    live, prep, model, thinking = await ls.core(prepare)
+    if prep is None:
+        raise errors.SummaryFailed("nothing to compact: the leaf is already a compaction, or the session is empty")
+    token = await background.begin_progress(ls, "Compacting session")
+    try:
+        summary, _source = await summaries.service.compact(
+            prep, model, thinking, p.customInstructions, timeout=ls.settings.summary.timeout
+        )
+    except SummaryError as e:
+        raise errors.SummaryFailed(f"compaction failed: {e}") from None
+    finally:
+        background.end_progress(ls, token)
+    op = ops.CompactionOp(
+        summary=summary,
+        firstKeptEntryId=prep.first_kept_entry_id,
+        tokensBefore=prep.tokens_before,
+        details={"readFiles": prep.read_files, "modifiedFiles": prep.modified_files},
+    )
+
+    def write() -> Any:
+        written = ls.registry.write(live, [op])
+        return written, live.leaf_id
+
+    written, leaf = await ls.core(write)
+    notify.session_updated(ls, live.path, written.appended, leaf)
+    return CompactResult(
+        entry_id=written.last_id,
+        first_kept_entry_id=prep.first_kept_entry_id,
+        tokens_before=prep.tokens_before,
+        summary=summary,
+        queued=written.queued,
+    )

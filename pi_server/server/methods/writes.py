@@ -1,0 +1,67 @@
+"""Changing sessions: pi/switchBranch, pi/setLabel, pi/setSessionName, pi/fork."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from pi_server.live import ops
+from pi_server.server import notify, params
+from pi_server.server.base import PiServer
+from pi_server.server.methods.summaries import branch_summary
+from pi_server.server.results import ForkResult, SwitchResult, WriteResult
+from pi_server.server.rpc import pi_method
+
+
+@pi_method("pi/switchBranch", params.SwitchBranch)
+async def switch_branch(ls: PiServer, p: params.SwitchBranch) -> SwitchResult:
+    """Move the leaf as pi's /tree does; optionally summarize the branch left, label, persist."""
+    summary = None
+    if p.summarize:
+        summary = await branch_summary(ls, p.session, p.targetId, None, p.customInstructions, p.replaceInstructions)
+
+    def run() -> Any:
+        live = ls.registry.get(p.session)
+        as_json = msgspec.to_builtins(summary) if summary else None
+        out, written = ls.registry.switch(live, p.targetId, p.label, p.persist, as_json)
+        return live.path, written.appended, out
+
+    path, appended, out = await ls.core(run)
+    notify.session_updated(ls, path, appended, out["leafId"])
+    return msgspec.convert(out, SwitchResult)
+
+
+async def _write(ls: PiServer, session: str, op: ops.Op, check: str | None = None) -> WriteResult:
+    def run() -> Any:
+        live = ls.registry.get(session)
+        if check is not None:
+            ls.registry.entry_pos(live, check)
+        written = ls.registry.write(live, [op])
+        return live.path, written, live.leaf_id
+
+    path, written, leaf = await ls.core(run)
+    notify.session_updated(ls, path, written.appended, leaf)
+    return WriteResult(entry_id=written.last_id, queued=written.queued)
+
+
+@pi_method("pi/setLabel", params.SetLabel)
+async def set_label(ls: PiServer, p: params.SetLabel) -> WriteResult:
+    """Set (or, with no label, clear) an entry's label, as pi's appendLabelChange."""
+    return await _write(ls, p.session, ops.LabelOp(targetId=p.targetId, label=p.label), check=p.targetId)
+
+
+@pi_method("pi/setSessionName", params.SetSessionName)
+async def set_session_name(ls: PiServer, p: params.SetSessionName) -> WriteResult:
+    """Name the session, as pi's appendSessionInfo."""
+    return await _write(ls, p.session, ops.NameOp(name=p.name))
+
+
+@pi_method("pi/fork", params.Fork)
+async def fork(ls: PiServer, p: params.Fork) -> ForkResult:
+    """A new session file holding the path to an entry, as pi's createBranchedSession."""
+
+    def run() -> str:
+        return ls.registry.fork(ls.registry.get(p.session), p.leafId)
+
+    return ForkResult(session=await ls.core(run))

@@ -1,0 +1,25 @@
+"""The notifications the server sends of its own accord, each built in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def session_updated(ls: Any, session: str, appended: list[str], leaf_id: str | None, reset: bool = False) -> None:
+    """`pi/sessionUpdated`: entries the file gained (ours reach other clients as the watcher's would)."""
+    if appended or reset:
+        ls.protocol.notify(
+            "pi/sessionUpdated", {"session": session, "appended": appended, "leafId": leaf_id, "reset": reset}
+        )
+
+
+def sessions_changed(ls: Any, added: list[str], removed: list[str], changed: list[str]) -> None:
+    ls.protocol.notify("pi/sessionsChanged", {"added": added, "removed": removed, "changed": changed})
+
+
+def save_point(ls: Any, session: str, flushed: list[str]) -> None:
+    ls.protocol.notify("pi/savePoint", {"session": session, "flushed": flushed})
+
+
+def agent_event(ls: Any, session: str, turn_id: str, event: dict[str, Any]) -> None:
+    ls.protocol.notify("pi/agentEvent", {"session": session, "turnId": turn_id, "event": event})

@@ -1,0 +1,79 @@
+"""initializationOptions: typed once, every field defaulted, resolved in `initialize`.
+
+A bad option is reported to the user (window/showMessage) and replaced by its
+default; it never fails the connection.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from pi_server.server import params
+from pi_server.store.state import default_state_dir
+
+DEFAULT_SUMMARY_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SummarySettings:
+    model: str | None = None
+    max_tokens: int | None = None  # accepted; pi decides the budget
+    timeout: float = DEFAULT_SUMMARY_TIMEOUT
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentSettings:
+    retry_base_delay_ms: float | None = None
+    max_retries: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    session_dirs: list[str] | None = None
+    state_dir: str = field(default_factory=default_state_dir)
+    busy_timeout: float = 120.0
+    max_live_entries: int = 100_000
+    token: str | None = None
+    summary: SummarySettings = field(default_factory=SummarySettings)
+    agent: AgentSettings = field(default_factory=AgentSettings)
+
+
+def resolve(raw: Any, flags: Any) -> tuple[Options, list[str]]:
+    """Options from the client's initializationOptions over the server's flags; returns (options, problems)."""
+    problems: list[str] = []
+    init = _validated(raw if isinstance(raw, dict) else {}, problems)
+    s, a = init.summary or params.SummaryOptions(), init.agent or params.AgentOptions()
+    opts = Options(
+        session_dirs=init.sessionDirs or flags.session_dirs or None,
+        state_dir=os.path.expanduser(init.stateDir or flags.state_dir or default_state_dir()),
+        busy_timeout=init.busyTimeout or flags.busy_timeout,
+        max_live_entries=init.maxLiveEntries or flags.max_live_entries,
+        token=init.token,
+        summary=SummarySettings(
+            model=s.model, max_tokens=s.maxTokens, timeout=float(s.timeout or DEFAULT_SUMMARY_TIMEOUT)
+        ),
+        agent=AgentSettings(retry_base_delay_ms=a.retryBaseDelayMs, max_retries=a.maxRetries),
+    )
+    return opts, problems
+
+
+def _validated(raw: dict[str, Any], problems: list[str]) -> params.InitOptions:
+    """Drop each field that does not validate (noting why), keep the rest."""
+    data = dict(raw)
+    for _ in range(len(data) + 1):
+        try:
+            return params.InitOptions.model_validate(data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            loc = first.get("loc", ())
+            top = str(loc[0]) if loc else ""
+            where = ".".join(str(p) for p in loc)
+            problems.append(f"initializationOptions.{where}: {first.get('msg', 'invalid')}; using the default")
+            if top not in data:
+                break
+            data.pop(top)
+    return params.InitOptions()

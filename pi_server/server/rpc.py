@@ -1,0 +1,70 @@
+"""The method table: each JSON-RPC method is one module-level function, registered here.
+
+`@pi_method(name, Params)` checks that the connection may call it, parses its
+params with pydantic (-32602 naming the field), turns a typed result into JSON,
+and lists the method in the `initialize` capabilities. `@lsp_feature` records
+the LSP methods pygls types for us. `install` puts both tables on a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+from pydantic import BaseModel, ValidationError
+
+from pi_server.server import errors
+
+P = TypeVar("P", bound=BaseModel)
+Handler = Callable[[Any, Any], Awaitable[Any]]
+
+PI_METHODS: dict[str, tuple[Handler, type[BaseModel]]] = {}
+LSP_FEATURES: dict[str, tuple[Callable[..., Any], Any]] = {}
+
+
+def pi_method(name: str, params: type[P]) -> Callable[[Callable[[Any, P], Awaitable[Any]]], Any]:
+    def wrap(fn: Callable[[Any, P], Awaitable[Any]]) -> Callable[[Any, P], Awaitable[Any]]:
+        PI_METHODS[name] = (fn, params)
+        return fn
+
+    return wrap
+
+
+def lsp_feature(name: str, options: Any = None) -> Callable[[Callable[..., Any]], Any]:
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        LSP_FEATURES[name] = (fn, options)
+        return fn
+
+    return wrap
+
+
+def parse(model: type[P], raw: Any) -> P:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise errors.InvalidParams("invalid params: expected an object")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        raise errors.invalid_params(e) from None
+
+
+def _guarded(fn: Handler, model: type[BaseModel]) -> Handler:
+    async def handler(ls: Any, raw: Any) -> Any:
+        if not ls.authorized:
+            raise errors.InvalidParams("not initialized with a valid token")
+        if ls.registry is None:
+            raise errors.Internal("server not initialized")
+        result = await fn(ls, parse(model, raw))
+        return msgspec.to_builtins(result) if isinstance(result, msgspec.Struct) else result
+
+    handler.__doc__ = fn.__doc__
+    return handler
+
+
+def install(server: Any) -> None:
+    for name, (fn, model) in PI_METHODS.items():
+        server.feature(name)(_guarded(fn, model))
+    for name, (fn, options) in LSP_FEATURES.items():
+        server.feature(name, options)(fn) if options is not None else server.feature(name)(fn)

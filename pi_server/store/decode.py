@@ -1,0 +1,191 @@
+"""Decoding session lines: the msgspec shapes the index and the entry reader decode into.
+
+Only the fields navigation, titles and listings need are decoded on the hot
+path; anything that does not fit these shapes falls back to a full parse.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import msgspec
+import orjson
+
+
+class Block(msgspec.Struct):
+    type: Any = None
+    text: Any = None
+    id: Any = None
+    name: Any = None
+    arguments: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class Msg(msgspec.Struct):
+    role: Any = None
+    content: msgspec.Raw = msgspec.Raw(b"")
+    stopReason: Any = None  # noqa: N815 - pi's field name
+    errorMessage: Any = None  # noqa: N815
+    timestamp: Any = None
+
+
+class Nav(msgspec.Struct):
+    type: Any = None
+    id: Any = None
+    parentId: Any = None  # noqa: N815
+    timestamp: Any = None
+    message: Msg | None = None
+    targetId: Any = None  # noqa: N815
+    label: Any = None
+    name: Any = None
+    version: Any = None
+
+
+nav_decoder = msgspec.json.Decoder(Nav)
+
+ABSENT: Any = msgspec.UNSET
+
+
+class TextBlock(msgspec.Struct):
+    type: Any = None
+    text: Any = None
+
+
+class TitleMsg(msgspec.Struct):
+    role: Any = ABSENT
+    content: msgspec.Raw = msgspec.Raw(b"")
+    stopReason: Any = ABSENT  # noqa: N815
+    errorMessage: Any = ABSENT  # noqa: N815
+    toolCallId: Any = ABSENT  # noqa: N815
+    toolName: Any = ABSENT  # noqa: N815
+    command: Any = ABSENT
+
+
+class TitleEntry(msgspec.Struct):
+    type: Any = ABSENT
+    id: Any = ABSENT
+    timestamp: Any = ABSENT
+    message: TitleMsg | None = None
+    customType: Any = ABSENT  # noqa: N815
+    content: Any = ABSENT
+    tokensBefore: Any = ABSENT  # noqa: N815
+    summary: Any = ABSENT
+    modelId: Any = ABSENT  # noqa: N815
+    thinkingLevel: Any = ABSENT  # noqa: N815
+    label: Any = ABSENT
+    name: Any = ABSENT
+
+
+TITLE_FIELDS = [f for f in TitleEntry.__struct_fields__ if f != "message"]
+TITLE_MSG_FIELDS = [f for f in TitleMsg.__struct_fields__ if f != "content"]
+title_decoder = msgspec.json.Decoder(TitleEntry)
+text_blocks_decoder = msgspec.json.Decoder(list[TextBlock] | str)
+_blocks_decoder = msgspec.json.Decoder(list[Block] | str | None)
+interned: dict[Any, Any] = {}
+
+
+def canon(s: Any) -> Any:
+    """Share one object per type/role/stopReason string across all entries."""
+    if not isinstance(s, str):
+        return s if s is None else None
+    return interned.setdefault(s, s)
+
+
+def loads(raw: bytes) -> Any:
+    """Parse one line as pi's JSON.parse of a UTF-8-decoded file would."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        # pi reads files as UTF-8 with replacement characters, then parses.
+        return orjson.loads(raw.decode("utf-8", "replace").encode("utf-8"))
+
+
+UNSET: Any = object()
+MAX_RUN = 8 << 20  # bytes read in one call
+SLOW_TYPES = frozenset(("label", "session_info", "session"))
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic GC while building many small objects that are all kept.
+
+    Parsing thousands of entries otherwise triggers collections that scan
+    everything allocated so far (quadratic in effect); nothing here makes cycles.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def synth_id(ordinal: int) -> str:
+    """A v1 entry's id: stable across runs, derived from its position."""
+    return f"{ordinal:08x}"
+
+
+def decode_blocks(msg: Msg) -> Any:
+    raw = msg.content
+    if not len(raw):
+        return None
+    try:
+        return _blocks_decoder.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        try:
+            return blocks_from_obj(orjson.loads(bytes(raw)))
+        except orjson.JSONDecodeError:
+            return None
+
+
+def blocks_from_obj(content: Any) -> Any:
+    if isinstance(content, str) or content is None:
+        return content
+    if not isinstance(content, list):
+        return None
+    out = []
+    for c in content:
+        if isinstance(c, dict):
+            args = c.get("arguments")
+            out.append(
+                Block(
+                    type=c.get("type"),
+                    text=c.get("text"),
+                    id=c.get("id"),
+                    name=c.get("name"),
+                    arguments=msgspec.Raw(orjson.dumps(args)) if "arguments" in c else msgspec.Raw(b"null"),
+                )
+            )
+    return out
+
+
+def nav_from_dict(obj: dict[str, Any]) -> tuple[Nav, Any]:
+    m = obj.get("message")
+    msg = None
+    blocks: Any = UNSET
+    if isinstance(m, dict):
+        msg = Msg(
+            role=m.get("role"),
+            content=msgspec.Raw(orjson.dumps(m["content"])) if "content" in m else msgspec.Raw(b""),
+            stopReason=m.get("stopReason"),
+            errorMessage=m.get("errorMessage"),
+            timestamp=m.get("timestamp"),
+        )
+        blocks = blocks_from_obj(m.get("content")) if "content" in m else UNSET
+    return (
+        Nav(
+            type=obj.get("type"),
+            id=obj.get("id"),
+            parentId=obj.get("parentId"),
+            timestamp=obj.get("timestamp"),
+            message=msg,
+            targetId=obj.get("targetId"),
+            label=obj.get("label"),
+            name=obj.get("name"),
+            version=obj.get("version"),
+        ),
+        blocks,
+    )

@@ -1,0 +1,157 @@
+"""Reading whole entries back from their byte offsets, as pi holds them after loading."""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Any
+
+import msgspec
+import orjson
+
+from pi_server.store.decode import (
+    ABSENT,
+    MAX_RUN,
+    TITLE_FIELDS,
+    TITLE_MSG_FIELDS,
+    loads,
+    no_gc,
+    text_blocks_decoder,
+    title_decoder,
+)
+from pi_server.store.records import CURRENT_VERSION
+
+
+class EntryReader:
+    """Entry reading for SessionIndex: byte ranges in, entry dicts out (v1/v2 migrated in memory)."""
+
+    path: str
+    offsets: Any
+    lengths: Any
+    lines: Any
+    ids: list[str]
+    parents: list[str | None]
+    cache_budget: int
+    _cache: OrderedDict
+    _cache_bytes: int
+    _v1_by_ordinal: dict[int, int]
+    version: int  # a property of SessionIndex
+
+    def read_entries(self, positions: list[int], *, light: bool = False) -> list[dict[str, Any]]:
+        """Entries at the given positions, as pi holds them after loading.
+
+        `light` reads only what titles and search look at (no tool output,
+        no thinking, no arguments), which is several times faster.
+        """
+        if not positions:
+            return []
+        out: list[dict[str, Any]] = []
+        with open(self.path, "rb") as f, no_gc():
+            fd = f.fileno()
+            order = sorted(range(len(positions)), key=positions.__getitem__)
+            got: dict[int, dict[str, Any]] = {}
+            # Read contiguous runs of lines in one call each.
+            i = 0
+            while i < len(order):
+                j = i
+                start = self.offsets[positions[order[i]]]
+                end = start + self.lengths[positions[order[i]]]
+                while j + 1 < len(order):
+                    p = positions[order[j + 1]]
+                    if self.offsets[p] - end > 65536 or end - start > MAX_RUN:
+                        break
+                    end = max(end, self.offsets[p] + self.lengths[p])
+                    j += 1
+                chunk = os.pread(fd, end - start, start)
+                for k in range(i, j + 1):
+                    p = positions[order[k]]
+                    o = self.offsets[p] - start
+                    raw = chunk[o : o + self.lengths[p]]
+                    got[order[k]] = self._light(p, raw) if light else self._materialize(p, raw)
+                i = j + 1
+            out = [got[k] for k in range(len(positions))]
+        return out
+
+    def cached_entries(self, positions: list[int]) -> list[dict[str, Any]]:
+        """Like read_entries, through a small LRU of parsed entries (treat them as read-only).
+
+        Context builds along the same branch re-read the same entries; the cache
+        holds at most `cache_budget` bytes of source lines.
+        """
+        cache = self._cache
+        missing = [p for p in positions if p not in cache]
+        if missing:
+            for p, e in zip(missing, self.read_entries(missing), strict=True):
+                cache[p] = e
+                self._cache_bytes += self.lengths[p]
+        out = []
+        for p in positions:
+            cache.move_to_end(p)
+            out.append(cache[p])
+        while self._cache_bytes > self.cache_budget and cache:
+            p, _ = cache.popitem(last=False)
+            self._cache_bytes -= self.lengths[p]
+        return out
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._cache_bytes = 0
+
+    def line_of(self, pos: int) -> int:
+        """Physical 0-based line number of an entry."""
+        return self.lines[pos]
+
+    def timestamps_of(self, positions: list[int]) -> list[Any]:
+        return [e.get("timestamp") for e in self.read_entries(positions)]
+
+    def read_entry(self, pos: int) -> dict[str, Any]:
+        return self.read_entries([pos])[0]
+
+    def _light(self, pos: int, raw: bytes) -> dict[str, Any]:
+        try:
+            e = title_decoder.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+            return self._materialize(pos, raw)
+        out = {k: v for k in TITLE_FIELDS if (v := getattr(e, k)) is not ABSENT}
+        m = e.message
+        if m is not None:
+            msg = {k: v for k in TITLE_MSG_FIELDS if (v := getattr(m, k)) is not ABSENT}
+            if len(m.content):
+                try:
+                    msg["content"] = text_blocks_decoder.decode(m.content)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    msg["content"] = loads(bytes(m.content))
+            if msg.get("role") == "hookMessage" and self.version < 3:
+                msg["role"] = "custom"
+            out["message"] = msg
+        return out
+
+    def _materialize(self, pos: int, raw: bytes) -> dict[str, Any]:
+        try:
+            obj = loads(raw.strip())
+        except orjson.JSONDecodeError:
+            obj = {}
+        if not isinstance(obj, dict):
+            obj = {}
+        return self._migrated(pos, obj)
+
+    def _migrated(self, pos: int, obj: dict[str, Any]) -> dict[str, Any]:
+        """Apply pi's v1→v2→v3 migration to one entry, in memory only."""
+        v = self.version
+        if v >= CURRENT_VERSION:
+            return obj
+        if v < 2:
+            # pi's migration puts id/parentId after the existing keys.
+            obj["id"] = self.ids[pos]
+            obj["parentId"] = self.parents[pos]
+            if obj.get("type") == "compaction" and isinstance(obj.get("firstKeptEntryIndex"), (int, float)):
+                k = obj.pop("firstKeptEntryIndex")
+                target = self._v1_by_ordinal.get(int(k)) if float(k).is_integer() else None
+                if target is not None:
+                    obj["firstKeptEntryId"] = self.ids[target]
+            elif obj.get("type") == "compaction" and "firstKeptEntryIndex" in obj:
+                obj.pop("firstKeptEntryIndex")
+        msg = obj.get("message")
+        if obj.get("type") == "message" and isinstance(msg, dict) and msg.get("role") == "hookMessage":
+            msg["role"] = "custom"
+        return obj
