@@ -12,7 +12,7 @@ from typing import Any
 from pi_server.context.build import compaction_summary_message, entry_message
 from pi_server.jsutil import js_stringify, u16len, u16slice, u16sort_key
 from pi_server.llm.convert import convert_to_llm
-from pi_server.llm.tokens import estimate_tokens
+from pi_server.llm.tokens import estimate_tokens_073 as estimate_tokens  # rules of pi 0.73.1
 from pi_server.store.index import SessionIndex
 from pi_server.summaries.prompts import BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT
 from pi_server.tree.paths import common_ancestor

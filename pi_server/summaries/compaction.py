@@ -13,7 +13,7 @@ from typing import Any
 
 from pi_server.context.build import context_for_path, entry_message
 from pi_server.llm.convert import convert_to_llm
-from pi_server.llm.tokens import estimate_tokens
+from pi_server.llm.tokens import estimate_tokens_073 as estimate_tokens  # rules of pi 0.73.1
 from pi_server.summaries.branch import (
     FileOps,
     extract_file_ops,
