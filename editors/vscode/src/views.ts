@@ -181,7 +181,7 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
   }
 }
 
-const LEAF_TEXT = 26; // characters of the leaf row's text, so that "← leaf" stays in view in a narrow side bar
+const LEAF_TEXT = 20; // characters of the leaf row's text, so that "← leaf" stays in view in a narrow side bar
 const LABEL_TEXT = 24; // characters of a label shown in a row
 
 /** `[label] title`, a long label shortened. */
