@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
@@ -20,12 +21,46 @@ _SEVERITY = {
     "warning": lsp.DiagnosticSeverity.Warning,
     "info": lsp.DiagnosticSeverity.Information,
 }
+# outline kinds, so that an editor groups entries by what they are (Emacs imenu groups by kind)
 _KIND = {
-    "message": lsp.SymbolKind.String,
     "compaction": lsp.SymbolKind.Package,
     "branch_summary": lsp.SymbolKind.Namespace,
     "label": lsp.SymbolKind.Key,
+    "model_change": lsp.SymbolKind.Property,
+    "thinking_level_change": lsp.SymbolKind.Property,
+    "session_info": lsp.SymbolKind.Constant,
+    "custom": lsp.SymbolKind.Object,
+    "custom_message": lsp.SymbolKind.Struct,
 }
+_ROLE_KIND = {
+    "user": lsp.SymbolKind.Event,
+    "assistant": lsp.SymbolKind.Method,
+    "toolResult": lsp.SymbolKind.Function,
+    "bashExecution": lsp.SymbolKind.Operator,
+}
+_NO_CONTENT = "assistant: (no content)"
+
+
+def symbol_kind(entry_type: str | None, role: object) -> lsp.SymbolKind:
+    if entry_type == "message":
+        return _ROLE_KIND.get(role if isinstance(role, str) else "", lsp.SymbolKind.Struct)
+    return _KIND.get(entry_type or "", lsp.SymbolKind.Object)
+
+
+def entry_title(entry: dict, full: Callable[[], dict]) -> str:
+    """pi's display text; an assistant message that only calls tools is named by its calls."""
+    text = titles.display_title(entry, {})
+    if text != _NO_CONTENT:
+        return text
+    content = full().get("message", {}).get("content")
+    calls = (
+        [b for b in content if isinstance(b, dict) and b.get("type") == "toolCall"] if isinstance(content, list) else []
+    )
+    return (
+        "assistant: " + " ".join(titles.tool_call_title(b.get("name"), b.get("arguments")) for b in calls)
+        if calls
+        else text
+    )
 
 
 def _line_range(line: int, length_chars: int = 0) -> lsp.Range:
@@ -115,7 +150,8 @@ def symbols(live: LiveSession) -> list[lsp.DocumentSymbol]:
     tree = live.outline.tree
     order, _ = live.outline.flat(live.index.by_id.get(live.leaf_id) if live.leaf_id else None)
     entries = idx.read_entries(order, light=True)
-    title = {pos: titles.display_title(e, {}) or e.get("type", "entry") for pos, e in zip(order, entries, strict=True)}
+    light = dict(zip(order, entries, strict=True))
+    title = {pos: entry_title(e, lambda p=pos: idx.read_entry(p)) or e.get("type", "entry") for pos, e in light.items()}
     made: dict[int, lsp.DocumentSymbol] = {}
     roots: list[lsp.DocumentSymbol] = []
     container: dict[int, list] = {}  # where an entry's symbol goes: a chain stays at its level
@@ -123,7 +159,7 @@ def symbols(live: LiveSession) -> list[lsp.DocumentSymbol]:
         sym = lsp.DocumentSymbol(
             name=(title[pos] or idx.types[pos] or "entry")[:120],
             detail=f"{idx.types[pos]} · {idx.ids[pos]}",
-            kind=_KIND.get(idx.types[pos], lsp.SymbolKind.Event),
+            kind=symbol_kind(idx.types[pos], (light[pos].get("message") or {}).get("role")),
             range=_line_range(lines[pos]),
             selection_range=_line_range(lines[pos]),
             children=[],
@@ -164,7 +200,7 @@ def hover_at(live: LiveSession, line: int) -> lsp.Hover | None:
     label = idx.label_of(idx.ids[pos])
     if label:
         parts.append(f"label: {label}")
-    text = titles.display_title(e, {})
+    text = entry_title(e, lambda: e)
     if text:
         parts.append("\n" + text[:500])
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n".join(parts)))
