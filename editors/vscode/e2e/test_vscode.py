@@ -241,3 +241,17 @@ def test_chat_streams_a_reply_asks_before_a_tool_and_stops(wb: Workbench, world:
     wait_chat(wb, lambda t: "aborted" in t.lower(), "the stop")
     fake.chunk_delay = 0.0
     wb.shot("chat-stopped")
+
+
+def test_a_requested_restart_is_no_error(wb: Workbench, world: World) -> None:
+    wb.clear_notifications()
+    wb.command("Pi Sessions: Restart Server")
+    wb.wait_rows("Sessions", lambda ls: len(ls) >= 5, what="the sessions after the restart")
+    wb.command("Pi Sessions: Show Server Log")
+    log = "() => [...document.querySelectorAll('.view-lines')].map(e => e.textContent).join('\\n')"
+    wb.page.wait_for_function(f"() => ({log})().includes('starting ')")
+    wb.page.wait_for_timeout(3000)  # the old process's exit is logged after the new one starts
+    text = wb.page.evaluate(f"({log})()")
+    assert not re.search(r"\[Error[^\]]*\] Server process exited with code 0", text), text
+    assert [n for n in wb.notifications() if "pi-server" in n] == []
+    wb.shot("restarted-by-request")

@@ -144,10 +144,22 @@ class Workbench:
         raise AssertionError(f"timed out waiting for {what} in {title}: {labels}; shown: {self.notifications()}")
 
     def context_menu(self, row: Locator, item: str) -> None:
+        """Right-clicks the row and chooses `item`; a click the menu loses while it settles is repeated."""
+        self.page.keyboard.press("Escape")
         row.click(button="right")
-        entry = self.page.get_by_role("menuitem", name=re.compile(f"^{re.escape(item)}"))
-        entry.first.wait_for(state="visible", timeout=TIMEOUT)
-        entry.first.click()
+        entry = self.page.get_by_role("menuitem", name=re.compile(f"^{re.escape(item)}")).first
+        entry.wait_for(state="visible", timeout=TIMEOUT)
+        menu = self.page.locator(".context-view .monaco-menu")
+        for _ in range(5):
+            entry.hover()
+            entry.click()
+            try:
+                menu.first.wait_for(state="hidden", timeout=3000)
+                return
+            except Exception:  # noqa: BLE001
+                if not entry.is_visible():
+                    return
+        raise AssertionError(f"the context menu did not take {item!r}")
 
     def view_message(self, title: str) -> str:
         m = self.pane(title).locator(".message")
