@@ -31,17 +31,18 @@ class Workbench:
     def command(self, title: str, optional: bool = False) -> None:
         """Runs a command from the command palette by its full title (`optional`: when the palette offers it)."""
         box = self.page.locator(".quick-input-widget input")
-        for attempt in range(6):  # a key pressed while the workbench moves focus can be lost
+        for attempt in range(6):  # a key pressed while the workbench moves focus (a webview has it) can be lost
             self.page.keyboard.press("Escape")
             self.page.keyboard.press("F1" if attempt % 2 == 0 else "Control+Shift+P")
             try:
                 box.wait_for(state="visible", timeout=5000)
+                box.fill(f">{title}", timeout=5000)
                 break
             except Exception:  # noqa: BLE001
-                if attempt == 2:
+                if attempt >= 2:
                     self.page.locator(".monaco-workbench .part.editor").first.click()
-        box.wait_for(state="visible", timeout=TIMEOUT)
-        box.fill(f">{title}")
+        else:
+            raise AssertionError(f"the command palette did not open for {title!r}")
         row = self.page.locator(".quick-input-list .monaco-list-row", has_text=title).first
         try:
             row.wait_for(state="visible", timeout=5000 if optional else TIMEOUT)
@@ -79,6 +80,12 @@ class Workbench:
                     return n
             time.sleep(0.25)
         raise AssertionError(f"no notification matching {pattern!r}; shown: {self.notifications()}")
+
+    def dismiss_dialog(self, button: str) -> None:
+        """Answers a modal dialog with `button` if one is open."""
+        d = self.page.locator(".monaco-dialog-box")
+        if d.count() and d.first.is_visible():
+            d.first.locator(".monaco-button", has_text=re.compile(f"^{re.escape(button)}$")).click()
 
     def dialog(self) -> Locator:
         d = self.page.locator(".monaco-dialog-box")
