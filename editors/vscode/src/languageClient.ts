@@ -1,4 +1,6 @@
 // The real connection: pi-server started over stdio by vscode-languageclient.
+import { existsSync } from "node:fs";
+import * as path from "node:path";
 import type * as vscode from "vscode";
 import {
   CloseAction,
@@ -47,6 +49,13 @@ function tailing(out: vscode.OutputChannel): { channel: vscode.OutputChannel; ta
     dispose: () => out.dispose(),
   };
   return { channel, tail: () => text.split("\n").map((l) => l.trim()).filter(Boolean) };
+}
+
+/** Why the process did not run when it wrote nothing: most often a path that is not there. */
+function spawnFailure(cmd: ServerCommand, err: unknown): string {
+  if (path.isAbsolute(cmd.command) && !existsSync(cmd.command)) return `there is no file ${cmd.command}`;
+  const msg = typeof err === "string" ? err : (err as { message?: string } | undefined)?.message;
+  return msg || `${cmd.command} exited at once`;
 }
 
 export async function startLanguageClient(
@@ -98,7 +107,7 @@ export async function startLanguageClient(
     await lc.start();
   } catch (err) {
     void lc.dispose().catch(() => {});
-    throw new Error(startFailure(cmd, log.tail().at(-1) ?? (err as Error).message));
+    throw new Error(startFailure(cmd, log.tail().at(-1) ?? spawnFailure(cmd, err)));
   }
   lc.started = true;
   const caps = lc.initializeResult?.capabilities.experimental as { piSessions?: { protocolVersion?: number } } | undefined;

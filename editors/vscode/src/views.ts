@@ -145,8 +145,9 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
         ? api.TreeItemCollapsibleState.Expanded
         : api.TreeItemCollapsibleState.None;
     const isLeaf = row.isLeaf || this.leafRow() === row;
-    // a long label must not push the leaf marker out of view: the whole text is in the tooltip
-    const text = isLeaf ? oneLine(shownText(row), LEAF_TEXT) : shownText(row);
+    // a long label must not push the leaf marker out of view (the whole text is in the tooltip); while
+    // searching, the whole text shows, so that the matched words do
+    const text = isLeaf && !this.model.search ? oneLine(shownText(row), LEAF_TEXT) : shownText(row);
     const item = new api.TreeItem({ label: text, highlights: highlights(text, this.model.search) }, state);
     item.id = `${this.model.session}#${this.generation}#${canFold(row) ? "+" : "-"}#${row.id}`;
     item.description = isLeaf ? "← leaf" : undefined;
@@ -181,7 +182,7 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
   }
 }
 
-const LEAF_TEXT = 48; // characters of the leaf row's text, so that "← leaf" stays in view
+const LEAF_TEXT = 20; // characters of the leaf row's text, so that "← leaf" stays in view in a narrow side bar
 const LABEL_TEXT = 24; // characters of a label shown in a row
 
 /** `[label] title`, a long label shortened. */

@@ -217,7 +217,7 @@ test("after Set Label the leaf is a hidden label entry: the row it resolves to k
   assert.ok(api.tree.leafId && !api.tree.row(api.tree.leafId), "the leaf (the label entry) is hidden by the default filter");
   const marked = rowItems().filter(({ it }) => it.description === "← leaf");
   assert.deepEqual(marked.map(({ el: m }) => m.kind === "row" && m.row.id), [el.kind === "row" && el.row.id]);
-  assert.ok(labelOf(marked[0].it).length <= 48, `the label leaves room for the marker: ${labelOf(marked[0].it)}`);
+  assert.ok(labelOf(marked[0].it).length <= 26, `the label leaves room for the marker: ${labelOf(marked[0].it)}`);
   assert.equal(marked[0].it.iconPath.id, "circle-filled");
 });
 

@@ -166,9 +166,9 @@ def outline_titles(idx: SessionIndex, order: list[int]) -> dict[int, str]:
             out[pos] = f"[usage: {e.get('kind', 'usage')}]"
     calls_only = [p for p in order if idx.roles[p] == "assistant" and not idx.flags[p] & F_ASSISTANT_TEXT]
     for pos, e in zip(calls_only, idx.read_entries(calls_only), strict=True):
-        names = [b.get("name") for b in _blocks(e) if b.get("type") == "toolCall" and isinstance(b.get("name"), str)]
-        if names:
-            out[pos] = "assistant: → " + ", ".join(names)
+        calls = [b for b in _blocks(e) if b.get("type") == "toolCall"]
+        if calls:
+            out[pos] = "assistant: " + " ".join(titles.tool_call_title(b.get("name"), b.get("arguments")) for b in calls)
     return {pos: t or idx.types[pos] or "entry" for pos, t in out.items()}
 
 

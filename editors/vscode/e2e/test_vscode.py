@@ -1,0 +1,269 @@
+"""pi-server's VS Code extension in a real VS Code (code-server in headless chromium), step by step as a
+user would go: each step leaves a screenshot in the screenshots folder (editors/vscode/e2e/screenshots)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from conftest import BROKEN_SERVER, World
+from workbench import Workbench
+
+SHOP = "01a22bae"
+
+
+def shop_file(world: World) -> str:
+    return str(next(world.sessions.rglob(f"*{SHOP}*.jsonl")))
+
+
+def row_text(row: dict[str, Any]) -> str:
+    """The row as pi's /tree writes it: `[label] title`."""
+    return f"[{row['label']}] {row['title']}" if row.get("label") else row["title"]
+
+
+def strip_leaf(labels: list[str]) -> list[str]:
+    return [re.sub(r" \(leaf\)$", "", label) for label in labels]
+
+
+def test_a_server_that_cannot_start_is_one_clear_error_and_restart_recovers(wb: Workbench, world: World) -> None:
+    wb.open_pi()
+    msg = wb.wait_notification(r"pi-server could not start")
+    assert BROKEN_SERVER in msg and "piSessions.server.path" in msg, msg
+    assert "there is no file" in msg, msg
+    wb.page.wait_for_timeout(3000)  # anything else that would pile up
+    shown = wb.notifications()
+    assert len(shown) == 1, shown
+    assert "Pending response rejected" not in msg
+    toast = wb.page.locator(".notification-toast").first
+    assert toast.locator("a.monaco-button", has_text="Show Logs").count() == 1
+    wb.shot("start-error")
+    toast.locator("a.monaco-button", has_text="Show Logs").click()
+    # the pi-server output channel, with the command it tried
+    wb.page.wait_for_function(
+        "() => [...document.querySelectorAll('.view-lines')].some(e => e.textContent.includes('(setting)'))"
+    )
+    wb.shot("start-error-logs")
+    # the user removes the stale setting; pi-server is then found on the login shell's PATH
+    # the user removes the stale setting in the settings file; pi-server is then found on the login shell's PATH
+    wb.command("Preferences: Open User Settings (JSON)")
+    editor = wb.page.locator(".editor-instance .monaco-editor textarea").first
+    editor.wait_for(state="attached")
+    wb.page.locator(".editor-instance .monaco-editor .view-lines").first.click()
+    wb.page.keyboard.press("Control+a")
+    wb.page.keyboard.press("Delete")
+    wb.page.keyboard.type('{"security.workspace.trust.enabled": false, "chat.disableAIFeatures": true')
+    wb.page.keyboard.press("Control+s")
+    wb.page.wait_for_timeout(1500)
+    wb.dismiss_dialog("Cancel")  # "a setting has changed that requires a reload": not for this one
+    wb.command("View: Close All Editors")
+    wb.clear_notifications()
+    labels: list[str] = []
+    for attempt in range(3):  # the reload dialog above can come late and take the palette's keys
+        wb.dismiss_dialog("Cancel")
+        wb.command("Pi Sessions: Restart Server", optional=attempt < 2)
+        try:
+            labels = wb.wait_rows("Sessions", lambda ls: len(ls) >= 4, timeout=30, what="the sessions")
+            break
+        except AssertionError:
+            continue
+    assert labels, wb.notifications()
+    assert "command 'piSessions.restartServer' not found" not in " ".join(wb.notifications())
+    wb.command("View: Hide Panel", optional=True)
+    wb.command("View: Close Panel", optional=True)
+    wb.shot("restarted")
+    assert labels
+
+
+def test_sessions_view_lists_the_sessions_by_project(wb: Workbench, world: World) -> None:
+    listed = world.cli("ls")["sessions"]
+    labels = wb.wait_rows("Sessions", lambda ls: len(ls) == len(listed) + 2, what="projects and sessions")
+    assert "~/../../home/demo/shop" not in labels
+    for s in listed:
+        title = s.get("name") or s["firstMessage"].splitlines()[0]
+        assert any(label.startswith(title[:30]) for label in labels), (title, labels)
+    wb.shot("sessions")
+
+
+def open_shop(wb: Workbench, world: World) -> None:
+    name = next(s["name"] for s in world.cli("ls")["sessions"] if SHOP in s["session"])
+    wb.row("Sessions", re.compile(f"^{re.escape(name)}")).click()
+
+
+def server_rows(world: World, file: str, *args: str) -> list[dict[str, Any]]:
+    return world.cli("tree", file, *args)["rows"]
+
+
+def test_tree_view_shows_pis_rows(wb: Workbench, world: World) -> None:
+    open_shop(wb, world)
+    expected = [row_text(r) for r in server_rows(world, shop_file(world))]
+    labels = wb.wait_rows("Tree", lambda ls: strip_leaf(ls) == expected, what="the server's rows")
+    assert len(labels) > 10
+    wb.shot("tree")
+
+
+def test_every_filter_and_a_search_show_exactly_the_servers_rows(wb: Workbench, world: World) -> None:
+    shop = shop_file(world)
+    for f in ("labeled-only", "user-only", "no-tools", "all", "default"):
+        wb.command("Pi Sessions: Tree Filter…")
+        wb.pick(f)
+        expected = [row_text(r) for r in server_rows(world, shop, "--filter", f)]
+        wb.wait_rows("Tree", lambda ls, e=expected: strip_leaf(ls) == e, what=f"the {f} rows")
+        wb.shot(f"filter-{f}")
+    wb.command("Pi Sessions: Search Tree…")
+    wb.type_input("alembic")
+    expected = [row_text(r) for r in server_rows(world, shop, "--search", "alembic")]
+    assert len(expected) >= 3
+    wb.wait_rows("Tree", lambda ls: strip_leaf(ls) == expected, what="the search's rows")
+    wb.shot("search-alembic")
+    wb.command("Pi Sessions: Clear Tree Search")
+    expected = [row_text(r) for r in server_rows(world, shop)]
+    wb.wait_rows("Tree", lambda ls: strip_leaf(ls) == expected, what="the whole tree again")
+
+
+def selected(wb: Workbench) -> str:
+    return wb.pane("Tree").locator(".monaco-list-row.selected").first.get_attribute("aria-label") or ""
+
+
+def test_continue_here_moves_the_leaf_and_the_selection_follows(wb: Workbench, world: World) -> None:
+    rows = server_rows(world, shop_file(world))
+    target = next(r for r in rows if r.get("role") == "assistant" and not r["onActivePath"] and not r.get("label"))
+    text = row_text(target)
+    wb.context_menu(wb.row("Tree", text), "Continue Here…")
+    wb.pick("Continue here in this session")
+    wb.shot("continue-summary-choice")
+    wb.pick("No summary")
+    wb.wait_rows("Tree", lambda ls: f"{text} (leaf)" in ls, what="the leaf marker on the chosen row")
+    wb.page.wait_for_function(
+        "t => [...document.querySelectorAll('.monaco-list-row.selected')].some(r => r.getAttribute('aria-label') === t)",
+        arg=f"{text} (leaf)",
+    )
+    assert selected(wb) == f"{text} (leaf)"
+    wb.shot("continued-here")
+
+
+def test_continue_here_fork_opens_the_new_session(wb: Workbench, world: World) -> None:
+    before = {s["session"] for s in world.cli("ls")["sessions"]}
+    rows = server_rows(world, shop_file(world))
+    target = next(r for r in rows if r.get("role") == "assistant" and r["onActivePath"] and not r.get("label"))
+    wb.context_menu(wb.row("Tree", re.compile(f"^{re.escape(row_text(target))}")), "Continue Here…")
+    wb.pick("Fork into a new session")
+    new = set()
+    for _ in range(60):
+        new = {s["session"] for s in world.cli("ls")["sessions"]} - before
+        if new:
+            break
+        wb.page.wait_for_timeout(500)
+    assert len(new) == 1
+    forked = new.pop()
+    expected = [row_text(r) for r in server_rows(world, forked)]
+    wb.wait_rows("Tree", lambda ls: strip_leaf(ls) == expected, what="the forked session's rows")
+    assert strip_leaf([selected(wb)]) == [row_text(target)]
+    wb.shot("forked")
+
+
+def test_set_label_keeps_the_leaf_marker_in_view(wb: Workbench, world: World) -> None:
+    leaf = next(label for label in wb.row_labels("Tree") if label.endswith(" (leaf)"))
+    text = leaf.removesuffix(" (leaf)")
+    wb.context_menu(wb.row("Tree", text), "Set Label…")
+    long_label = "checkpoint before the release, with a label long enough to fill the whole side bar"
+    wb.type_input(long_label)
+    marked = f"[{long_label}] {text} (leaf)"
+    wb.wait_rows("Tree", lambda ls: marked in ls, what="the labeled leaf row")
+    row = wb.row("Tree", f"[{long_label}] {text}")
+    marker = row.locator(".label-description")
+    assert marker.inner_text().strip() == "← leaf"
+    pane_box, marker_box = wb.pane("Tree").bounding_box(), marker.bounding_box()
+    assert pane_box and marker_box and marker_box["x"] + marker_box["width"] <= pane_box["x"] + pane_box["width"]
+    wb.shot("labeled")
+
+
+def test_copy_context_puts_the_servers_context_on_the_clipboard(wb: Workbench, world: World) -> None:
+    open_shop(wb, world)
+    shop = shop_file(world)
+    rows = server_rows(world, shop)
+    target = next(r for r in rows if r.get("role") == "user")
+    wb.context_menu(wb.row("Tree", re.compile(f"^{re.escape(row_text(target))}")), "Copy Context…")
+    wb.shot("copy-context-formats")
+    wb.pick("LLM messages")
+    wb.wait_notification(r"^Copied \d+ messages")
+    copied = json.loads(wb.page.evaluate("navigator.clipboard.readText()"))
+    expected = world.cli("context", shop, "--leaf", target["id"], "--format", "llm", json_flag=False)["messages"]
+    assert copied == expected
+    wb.shot("copied-context")
+
+
+def chat_text(wb: Workbench) -> str:
+    return wb.webview_frame("#log").locator("#log").inner_text()
+
+
+def wait_chat(wb: Workbench, pred: Any, what: str, timeout: float = 60) -> str:
+    end = wb.page.evaluate("Date.now()") + timeout * 1000
+    text = ""
+    while wb.page.evaluate("Date.now()") < end:
+        text = chat_text(wb)
+        if pred(text):
+            return text
+        wb.page.wait_for_timeout(250)
+    wb.shot("FAILED-chat")
+    raise AssertionError(f"timed out waiting for {what}: {text!r}; shown: {wb.notifications()}")
+
+
+def send(wb: Workbench, text: str) -> None:
+    frame = wb.webview_frame("#t")
+    frame.locator("#t").fill(text)
+    frame.locator("#t").press("Enter")
+
+
+def test_chat_streams_a_reply_asks_before_a_tool_and_stops(wb: Workbench, world: World, fake: Any) -> None:
+    from fake_anthropic import sse_blocks
+
+    wb.clear_notifications()
+    wb.command("Pi Sessions: New Chat…")
+    wb.type_input(str(world.project))
+    fake.chunk_delay = 0.05
+    fake.replies.append(("sse", sse_blocks([{"type": "text", "text": "Hello! I can see notes.md in this folder."}])))
+    send(wb, "Say hello")
+    wait_chat(wb, lambda t: "I can see notes.md in this folder." in t, "the streamed reply")
+    tab = wb.page.locator(".tabs-container .tab", has_text="pi: Say hello")
+    tab.first.wait_for(state="visible")
+    wb.shot("chat-reply")
+
+    write = {"type": "tool_use", "id": "toolu_1", "name": "write", "input": {"path": "hello.txt", "content": "hello"}}
+    fake.replies += [("sse", sse_blocks([write], stop="tool_use")), ("text", "Wrote hello.txt.")]
+    send(wb, "Write hello.txt")
+    dialog = wb.dialog()
+    assert "pi wants to write" in dialog.inner_text()
+    wb.shot("chat-tool-permission")
+    dialog.locator(".monaco-button", has_text=re.compile("^Allow$")).click()
+    wait_chat(wb, lambda t: "Wrote hello.txt." in t, "the turn after the tool")
+    assert (world.project / "hello.txt").read_text() == "hello"
+    wb.shot("chat-tool-done")
+
+    fake.chunk_delay = 0.4
+    story = "Once upon a time there was a session tree that grew and grew, branch after branch. " * 4
+    fake.replies.append(("sse", sse_blocks([{"type": "text", "text": story}])))
+    send(wb, "Tell me a long story")
+    wait_chat(wb, lambda t: "Once upon" in t, "the story to stream")
+    wb.webview_frame("#abort").locator("#abort").click()
+    wait_chat(wb, lambda t: "aborted" in t.lower(), "the stop")
+    fake.chunk_delay = 0.0
+    wb.shot("chat-stopped")
+
+
+def test_a_requested_restart_is_no_error(wb: Workbench, world: World) -> None:
+    wb.clear_notifications()
+    wb.command("Pi Sessions: Restart Server")
+    wb.wait_rows("Sessions", lambda ls: len(ls) >= 5, what="the sessions after the restart")
+    wb.command("View: Close All Editors")  # the chat
+    wb.command("Pi Sessions: Show Server Log")
+    wb.page.wait_for_timeout(2000)
+    wb.shot("server-log")
+    # the editor draws spaces as no-break spaces
+    log = "() => [...document.querySelectorAll('.view-lines')].map(e => e.textContent.replace(/\\u00a0/g, ' ')).join('\\n')"
+    wb.page.wait_for_function(f"() => ({log})().includes('exited with code 0')")
+    wb.page.wait_for_timeout(3000)  # the old process's exit is logged after the new one starts
+    text = wb.page.evaluate(f"({log})()")
+    assert not re.search(r"\[Error[^\]]*\] Server process exited with code 0", text), text
+    assert [n for n in wb.notifications() if "pi-server" in n] == []
+    wb.shot("restarted-by-request")
