@@ -243,9 +243,10 @@ test("every Tree filter and a search get fresh item ids, so the widget draws row
   const ids = new Set<string>();
   for (const f of ["labeled-only", "default", "all", "default"] as const) {
     await vscode.commands.executeCommand("piSessions.setFilter", f);
-    const first = rowItems()[0].it.id as string;
-    assert.ok(!ids.has(first), `a new id for ${f}`);
-    ids.add(first);
+    // a live reload still running from an earlier write may land after the command returns
+    const first = () => rowItems()[0]?.it.id as string;
+    await until(() => !ids.has(first()), 5000, `a new id for ${f}`);
+    ids.add(first());
   }
   const before = rowItems()[0].it.id;
   await api.tree.reload(); // a live reload keeps ids (and the selection)
