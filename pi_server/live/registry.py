@@ -8,6 +8,7 @@ never touches an index from two threads at once.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ from pi_server.store.index import NotASession, SessionIndex
 from pi_server.store.state import StateDir
 from pi_server.store.writer import new_session_file
 from pi_server.tree.outline import Outline
+
+log = logging.getLogger("pi_server")
 
 
 @dataclass
@@ -47,6 +50,8 @@ class Registry:
     # ---------------------------------------------------------------- lookup
 
     def resolve(self, session: str) -> str:
+        if not isinstance(session, str) or "\x00" in session:
+            raise SessionNotFound(f"{session!r} is not a valid session path")
         path = os.path.abspath(os.path.expanduser(session))
         if not is_within(path, self.roots):
             raise OutsideRoots(f"{session} is outside the session roots")
@@ -84,6 +89,8 @@ class Registry:
         Requests run between steps, so they never wait behind a whole large file.
         """
         if path in self.sessions:
+            return True
+        if not is_within(path, self.roots):  # a symlink out of the roots: never read it
             return True
         idx = self.building.get(path)
         if idx is None:
@@ -155,7 +162,19 @@ class Registry:
         return list_sessions(self.roots, cwd=cwd, query=query, limit=limit, describe=self._describe)
 
     def _describe(self, path: str, query: str | None) -> dict[str, Any] | None:
+        """One file's SessionInfo (None: skip it); a file that fails is skipped, never the listing."""
+        try:
+            return self._describe_one(path, query)
+        except (SessionNotFound, OutsideRoots, NotASession, OSError, ValueError):
+            return None
+        except Exception:
+            log.exception("listing skipped %s", path)
+            return None
+
+    def _describe_one(self, path: str, query: str | None) -> dict[str, Any] | None:
         """One file's SessionInfo (None: skip it), with the leaf the server keeps for it."""
+        if not is_within(path, self.roots):
+            return None
         fp = fingerprint(path)
         if fp is None:
             return None
@@ -169,6 +188,8 @@ class Registry:
                 if live.index.size != fp["size"] or live.index.partial_tail:
                     self.refresh(path)
             except (SessionNotFound, NotASession, OSError):
+                return None
+            if live.index.header is None:
                 return None
             info = session_info(live.index)
             self.cache.remember_info(path, fp, {**info, "_size": live.index.size})
@@ -206,6 +227,9 @@ class Registry:
         try:
             appended, reset = live.index.refresh()
         except (NotASession, OSError):
+            self.sessions.pop(path, None)
+            return Refreshed(path, [], True, None)
+        if live.index.header is None:  # emptied, or no longer a session
             self.sessions.pop(path, None)
             return Refreshed(path, [], True, None)
         if reset:
