@@ -166,3 +166,28 @@ async def test_kill_9_mid_write_leaves_whole_lines(store) -> None:
     got = [json.loads(x) for x in data.splitlines()]  # every line whole
     assert acked and set(acked) <= {e["id"] for e in got}
     assert not SessionIndex.open(big).diagnostics
+
+
+async def test_bundled_samples_are_served_read_only(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(tmp_path / "state"), "PI_CODING_AGENT_DIR": ""}
+    files = sorted(SAMPLES.rglob("*.jsonl"))
+    before = [f.read_bytes() for f in files]
+    async with server(env=env) as c:
+        listed = (await c.call("pi/listSessions", {}))["sessions"]
+        assert {s["session"] for s in listed} == {str(f) for f in files}
+        big = max(files, key=lambda f: f.stat().st_size)
+        first = SessionIndex.open(str(big)).ids[0]
+        for method, params in (
+            ("pi/setLabel", {"targetId": first, "label": "x"}),
+            ("pi/setSessionName", {"name": "x"}),
+            ("pi/switchBranch", {"targetId": first, "persist": True}),
+            ("pi/fork", {"leafId": first}),
+        ):
+            with pytest.raises(JsonRpcException) as info:
+                await c.call(method, {"session": str(big), **params})
+            assert info.value.code == -32005 and "--sessions-dir" in info.value.message, method
+        assert (await c.call("pi/switchBranch", {"session": str(big), "targetId": first}))["leafId"] == first
+    assert [f.read_bytes() for f in files] == before
+    assert sorted(SAMPLES.rglob("*.jsonl")) == files

@@ -25,7 +25,7 @@ from pi_server.store.cache import IndexCache, fingerprint
 from pi_server.store.discovery import is_within, iter_session_files, list_sessions, matches, session_info
 from pi_server.store.index import NotASession, SessionIndex
 from pi_server.store.state import StateDir
-from pi_server.store.writer import new_session_file
+from pi_server.store.writer import new_session_file, refuse_samples
 from pi_server.tree.outline import Outline
 
 log = logging.getLogger("pi_server")
@@ -254,6 +254,7 @@ class Registry:
 
     def write(self, live: LiveSession, ops: list[oplib.Op]) -> Written:
         """Apply now, or queue when the session is busy."""
+        refuse_samples(live.path)
         return queue.write(self.state, live, ops, self.busy(live))
 
     def flush(self, live: LiveSession, force: bool = False) -> list[str]:
@@ -264,16 +265,20 @@ class Registry:
 
     def appender(self, live: LiveSession) -> SessionAppender:
         """Appends of the server's own turn: children of the leaf, written now."""
+        refuse_samples(live.path)
         return SessionAppender(live, self.state)
 
     def switch(
         self, live: LiveSession, target: str | None, label: str | None, persist: bool, summary: dict | None = None
     ) -> tuple[dict[str, Any], Written]:
+        if label is not None or persist or summary is not None:
+            refuse_samples(live.path)
         return navigate.switch(
             self.state, live, target, label=label, persist=persist, summary=summary, busy=self.busy(live)
         )
 
     def fork(self, live: LiveSession, leaf_id: str) -> str:
+        refuse_samples(live.path)
         return navigate.fork(live, leaf_id)
 
     def new_session(self, cwd: str) -> str:
@@ -281,5 +286,6 @@ class Registry:
         rest = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
         safe = "--" + rest.replace("/", "-").replace("\\", "-").replace(":", "-") + "--"
         directory = os.path.join(self.roots[0], safe)
+        refuse_samples(directory)
         os.makedirs(directory, exist_ok=True)
         return new_session_file(directory, {"cwd": cwd}, [])

@@ -25,6 +25,20 @@ class WriteFailed(Exception):
     pass
 
 
+SAMPLES_DIR = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "samples"))
+SAMPLES_READ_ONLY = (
+    "the bundled sample sessions are read-only; to write, use a real store: "
+    "start pi-server with --sessions-dir DIR (or run pi once to create ~/.pi/agent/sessions)"
+)
+
+
+def refuse_samples(path: str) -> None:
+    """The samples ship inside the package (site-packages in an install): never written."""
+    real = os.path.realpath(path)
+    if real == SAMPLES_DIR or real.startswith(SAMPLES_DIR + os.sep):
+        raise WriteFailed(SAMPLES_READ_ONLY)
+
+
 def now_iso() -> str:
     t = datetime.now(UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
@@ -59,6 +73,7 @@ def append_lines(path: str, entries: list[dict[str, Any]]) -> None:
     the file is truncated to its size before it, so no partial line is left
     for pi's next append to be glued onto.
     """
+    refuse_samples(path)
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
@@ -99,6 +114,7 @@ def migrate_in_place(idx: SessionIndex) -> bool:
     """pi's migration to v3, keeping the ids already shown. Returns True if it rewrote."""
     if idx.version >= CURRENT_VERSION or idx.header is None:
         return False
+    refuse_samples(idx.path)
     header = dict(idx.header.raw)
     header["version"] = CURRENT_VERSION
     lines = [dumps(header)]
@@ -110,6 +126,7 @@ def migrate_in_place(idx: SessionIndex) -> bool:
 
 def new_session_file(directory: str, header_extra: dict[str, Any], entries: list[dict[str, Any]]) -> str:
     """A new session file named as pi names them; written atomically."""
+    refuse_samples(directory)
     ts = now_iso()
     sid = _uuid7()
     header = {"type": "session", "version": CURRENT_VERSION, "id": sid, "timestamp": ts, **header_extra}
