@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections import OrderedDict
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +31,7 @@ from pi_server.store.writer import new_session_file, refuse_samples
 from pi_server.tree.outline import Outline
 
 log = logging.getLogger("pi_server")
+STEP_S = 0.02  # longest run of a stepped call before other requests get the worker
 
 
 @dataclass
@@ -160,6 +163,24 @@ class Registry:
     def list(self, cwd: str | None = None, query: str | None = None, limit: int | None = None) -> list[dict]:
         """SessionInfo of every session, newest first; unchanged files answer from the listing cache."""
         return list_sessions(self.roots, cwd=cwd, query=query, limit=limit, describe=self._describe)
+
+    def list_steps(
+        self, cwd: str | None = None, query: str | None = None, limit: int | None = None
+    ) -> Generator[None, None, list[dict]]:
+        """`list` in steps of about STEP_S seconds (run by the server's `core_steps`), so a
+        searched listing of a large store never holds the worker for long."""
+        described: dict[str, dict[str, Any] | None] = {}
+        t0 = time.monotonic()
+        for path in iter_session_files(self.roots):
+            described[path] = self._describe(path, query)
+            if time.monotonic() - t0 > STEP_S:
+                yield
+                t0 = time.monotonic()
+
+        def describe(path: str, q: str | None) -> dict[str, Any] | None:
+            return described[path] if path in described else self._describe(path, q)
+
+        return list_sessions(self.roots, cwd=cwd, query=query, limit=limit, describe=describe)
 
     def _describe(self, path: str, query: str | None) -> dict[str, Any] | None:
         """One file's SessionInfo (None: skip it); a file that fails is skipped, never the listing."""
