@@ -81,7 +81,7 @@ def decoded_bytes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
-def run_oracle(script: str, *args: Any) -> Any:
+def run_oracle(script: str, *args: Any, timeout: float = 300) -> Any:
     """Run one of tests/oracle/*.mjs with pi installed; its stdout is JSON."""
     argv = [a if isinstance(a, str) else json.dumps(a) for a in args]
     res = subprocess.run(
@@ -90,6 +90,6 @@ def run_oracle(script: str, *args: Any) -> Any:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        timeout=300,
+        timeout=timeout,
     )
     return json.loads(res.stdout)
