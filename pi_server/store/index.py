@@ -47,7 +47,7 @@ from pi_server.store.records import (
     NotASession,
     setting_kind,
 )
-from pi_server.store.scan import CHUNK, MAX_LINE, find_newline, open_regular, tail_hash
+from pi_server.store.scan import CHUNK, MAX_LINE, find_newline, open_regular, prefix_changed, tail_hash
 
 __all__ = ["CURRENT_VERSION", "F_ASSISTANT_TEXT", "F_ERRORISH", "NotASession", "SessionIndex", "synth_id"]
 
@@ -132,7 +132,7 @@ class SessionIndex(EntryReader):
         try:
             end = os.fstat(fd).st_size
             reset = False
-            if self._prefix_changed(fd, end):
+            if prefix_changed(fd, end, self.size, self._header_bytes, self._tail_hash):
                 self._clear()
                 reset = True
             if end == self.size:
@@ -151,15 +151,6 @@ class SessionIndex(EntryReader):
             os.close(fd)
         self.generation += 1
         return self.ids[before:], reset
-
-    def _prefix_changed(self, fd: int, end: int) -> bool:
-        """The bytes already indexed are not what they were (shrunk, header or tail rewritten)."""
-        if end < self.size:
-            return True
-        hb = self._header_bytes
-        if hb and os.pread(fd, len(hb), 0) != hb:
-            return True
-        return bool(self.size) and tail_hash(fd, self.size) != self._tail_hash
 
     def _read_to(self, fd: int, end: int, max_bytes: int | None) -> bool:
         """Index whole lines up to `end` (about `max_bytes` of them); True when nothing is left."""

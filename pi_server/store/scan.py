@@ -62,3 +62,12 @@ def tail_hash(fd: int, size: int) -> bytes:
     """A digest of the bytes just before `size`: a rewrite of the indexed prefix changes it."""
     n = min(size, TAIL)
     return hashlib.blake2b(os.pread(fd, n, size - n), digest_size=16).digest() if n else b""
+
+
+def prefix_changed(fd: int, end: int, size: int, header: bytes, digest: bytes) -> bool:
+    """The `size` bytes already indexed are not what they were: shrunk, header or tail rewritten."""
+    if end < size:
+        return True
+    if header and os.pread(fd, len(header), 0) != header:
+        return True
+    return bool(size) and tail_hash(fd, size) != digest
