@@ -133,7 +133,7 @@ def decoded_bytes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
-def run_oracle(script: str, *args: Any, pi16: bool = False) -> Any:
+def run_oracle(script: str, *args: Any, pi16: bool = False, timeout: float = 300) -> Any:
     """Run one of tests/oracle/*.mjs with pi installed; its stdout is JSON.
     `pi16`: a pi 1.6.0 script, run with node 22."""
     argv = [a if isinstance(a, str) else json.dumps(a) for a in args]
@@ -143,6 +143,6 @@ def run_oracle(script: str, *args: Any, pi16: bool = False) -> Any:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        timeout=300,
+        timeout=timeout,
     )
     return json.loads(res.stdout)

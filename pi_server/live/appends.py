@@ -13,6 +13,7 @@ from typing import Any
 from pi_server.jsutil import js_trim
 from pi_server.live.errors import EntryNotFound, Refused
 from pi_server.live.session import LiveSession
+from pi_server.store.records import NotASession
 from pi_server.store.state import StateDir
 from pi_server.store.writer import append_lines, migrate_in_place, new_id, now_iso
 from pi_server.tree.paths import path_to
@@ -79,10 +80,23 @@ class SessionAppender:
         if idx.version < 3 and migrate_in_place(idx):
             idx.refresh()  # ids are kept; the header changed
         append_lines(idx.path, [entry])
-        self.appended += idx.refresh()[0]
-        self.live.leaf_id, self.live.explicit = idx.last_id, False
+        # the entry landed: nothing after this may report the write as failed
+        try:
+            self.appended += idx.refresh()[0]
+            self.live.leaf_id = idx.last_id
+        except (OSError, NotASession):
+            self.live.leaf_id = entry["id"]
+        self.live.explicit = False
         self.state.forget_leaf(idx.path)
         return entry["id"]
+
+    def catch_up(self) -> None:
+        """Read what others appended (pi, another server) before writing under the leaf,
+        as pi's reload would: appended entries move the leaf."""
+        appended, reset = self.live.index.refresh()
+        if appended or reset:
+            self.appended += appended
+            self.live.leaf_id, self.live.explicit = self.live.index.last_id, False
 
 
 def checked_edit(live: LiveSession, target_id: str, replacement: dict[str, Any] | None) -> dict[str, Any] | None:

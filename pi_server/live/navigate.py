@@ -50,7 +50,27 @@ def switch(
 ) -> tuple[dict[str, Any], Written]:
     """Move the leaf as pi's navigateTree does; with a summary, append it under the new leaf."""
     new_leaf, editor_text = navigate_target(live, target)
+    before = live.leaf_id, live.explicit
     live.leaf_id, live.explicit = new_leaf, True
+    try:
+        return _switch_writes(state, live, target, new_leaf, editor_text, label, persist, summary, busy)
+    except Exception:
+        if live.explicit:  # nothing landed: the switch did not happen
+            live.leaf_id, live.explicit = before
+        raise
+
+
+def _switch_writes(
+    state: StateDir,
+    live: LiveSession,
+    target: str | None,
+    new_leaf: str | None,
+    editor_text: str | None,
+    label: str | None,
+    persist: bool,
+    summary: dict[str, Any] | None,
+    busy: bool,
+) -> tuple[dict[str, Any], Written]:
     ops: list[oplib.Op] = []
     if summary is not None:
         details = {"readFiles": summary["readFiles"], "modifiedFiles": summary["modifiedFiles"]}

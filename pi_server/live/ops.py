@@ -50,7 +50,7 @@ class EditOp(msgspec.Struct, tag="context_edit", tag_field="op"):
 
 
 Op = LabelOp | NameOp | SummaryOp | CompactionOp | LeafOp | EditOp
-_OLD_SUMMARY_LABEL = "<the summary entry>"  # how earlier versions queued a label on a summary
+OLD_SUMMARY_LABEL = "<the summary entry>"  # how earlier versions queued a label on a summary
 
 
 def apply(op: Op, appender: SessionAppender) -> list[str]:
@@ -88,7 +88,7 @@ def decode(raw: list[Any]) -> list[Op]:
             op = msgspec.convert(item, Op)
         except (msgspec.ValidationError, TypeError):
             continue
-        if isinstance(op, LabelOp) and op.targetId == _OLD_SUMMARY_LABEL:
+        if isinstance(op, LabelOp) and op.targetId == OLD_SUMMARY_LABEL:
             if out and isinstance(out[-1], SummaryOp):
                 out[-1].label = op.label or ""
             continue

@@ -24,24 +24,47 @@ class Written:
 
 def write(state: StateDir, live: LiveSession, ops: list[oplib.Op], busy: bool) -> Written:
     """Apply the writes now, or queue them all when a turn runs or writes already wait."""
-    pending = state.pending(live.path)
-    if pending or busy:
-        state.set_pending(live.path, [*pending, *oplib.encode(ops)])
-        return Written(ids=[[] for _ in ops], queued=True)
+    with state.queue_lock(live.path):
+        pending = state.pending(live.path)
+        if pending or busy:
+            state.set_pending(live.path, [*pending, *oplib.encode(ops)])
+            return Written(ids=[[] for _ in ops], queued=True)
     appender = SessionAppender(live, state)
     ids = [oplib.apply(op, appender) for op in ops]
     return Written(ids=ids, appended=appender.appended)
 
 
 def flush(state: StateDir, live: LiveSession) -> list[str]:
-    """Apply the queued writes in order; the queue shrinks after each one lands."""
-    rest = oplib.decode(state.pending(live.path))
+    """Apply the queued writes in order, each removed from the queue as it lands.
+
+    Several servers may share the state dir: only one flushes a session at a
+    time, each write is taken from the queue on disk under its lock (so a write
+    queued meanwhile by another server is kept), and the file is re-read first
+    (so a write lands under what the other server or pi appended).
+    """
     appender = SessionAppender(live, state)
-    while rest:
-        try:
-            oplib.apply(rest[0], appender)
-        except (EntryNotFound, Refused):
-            pass  # its target is gone (file rewritten) or no longer on the branch: drop it
-        rest.pop(0)
-        state.set_pending(live.path, oplib.encode(rest))
+    with state.flusher_lock(live.path) as mine:
+        if not mine:
+            return []
+        while True:
+            with state.queue_lock(live.path):
+                raw = state.pending(live.path)
+                if not raw:
+                    break
+                appender.catch_up()
+                k = _head(raw)
+                for op in oplib.decode(raw[:k]):
+                    try:
+                        oplib.apply(op, appender)
+                    except (EntryNotFound, Refused):
+                        pass  # its target is gone (file rewritten) or left the branch: drop it
+                state.set_pending(live.path, raw[k:])
     return appender.appended
+
+
+def _head(raw: list) -> int:
+    """How many queued items make the first write: an old queue's summary label rides with its summary."""
+    k = 1
+    while k < len(raw) and isinstance(raw[k], dict) and raw[k].get("targetId") == oplib.OLD_SUMMARY_LABEL:
+        k += 1
+    return k

@@ -8,8 +8,11 @@ never touches an index from two threads at once.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from collections import OrderedDict
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,8 +27,11 @@ from pi_server.store.cache import IndexCache, fingerprint
 from pi_server.store.discovery import is_within, iter_session_files, list_sessions, matches, session_info
 from pi_server.store.index import NotASession, SessionIndex
 from pi_server.store.state import StateDir
-from pi_server.store.writer import new_session_file
+from pi_server.store.writer import new_session_file, refuse_samples
 from pi_server.tree.outline import Outline
+
+log = logging.getLogger("pi_server")
+STEP_S = 0.02  # longest run of a stepped call before other requests get the worker
 
 
 @dataclass
@@ -47,6 +53,8 @@ class Registry:
     # ---------------------------------------------------------------- lookup
 
     def resolve(self, session: str) -> str:
+        if not isinstance(session, str) or "\x00" in session:
+            raise SessionNotFound(f"{session!r} is not a valid session path")
         path = os.path.abspath(os.path.expanduser(session))
         if not is_within(path, self.roots):
             raise OutsideRoots(f"{session} is outside the session roots")
@@ -84,6 +92,8 @@ class Registry:
         Requests run between steps, so they never wait behind a whole large file.
         """
         if path in self.sessions:
+            return True
+        if not is_within(path, self.roots):  # a symlink out of the roots: never read it
             return True
         idx = self.building.get(path)
         if idx is None:
@@ -154,8 +164,38 @@ class Registry:
         """SessionInfo of every session, newest first; unchanged files answer from the listing cache."""
         return list_sessions(self.roots, cwd=cwd, query=query, limit=limit, describe=self._describe)
 
+    def list_steps(
+        self, cwd: str | None = None, query: str | None = None, limit: int | None = None
+    ) -> Generator[None, None, list[dict]]:
+        """`list` in steps of about STEP_S seconds (run by the server's `core_steps`), so a
+        searched listing of a large store never holds the worker for long."""
+        described: dict[str, dict[str, Any] | None] = {}
+        t0 = time.monotonic()
+        for path in iter_session_files(self.roots):
+            described[path] = self._describe(path, query)
+            if time.monotonic() - t0 > STEP_S:
+                yield
+                t0 = time.monotonic()
+
+        def describe(path: str, q: str | None) -> dict[str, Any] | None:
+            return described[path] if path in described else self._describe(path, q)
+
+        return list_sessions(self.roots, cwd=cwd, query=query, limit=limit, describe=describe)
+
     def _describe(self, path: str, query: str | None) -> dict[str, Any] | None:
+        """One file's SessionInfo (None: skip it); a file that fails is skipped, never the listing."""
+        try:
+            return self._describe_one(path, query)
+        except (SessionNotFound, OutsideRoots, NotASession, OSError, ValueError):
+            return None
+        except Exception:
+            log.exception("listing skipped %s", path)
+            return None
+
+    def _describe_one(self, path: str, query: str | None) -> dict[str, Any] | None:
         """One file's SessionInfo (None: skip it), with the leaf the server keeps for it."""
+        if not is_within(path, self.roots):
+            return None
         fp = fingerprint(path)
         if fp is None:
             return None
@@ -169,6 +209,8 @@ class Registry:
                 if live.index.size != fp["size"] or live.index.partial_tail:
                     self.refresh(path)
             except (SessionNotFound, NotASession, OSError):
+                return None
+            if live.index.header is None:
                 return None
             info = session_info(live.index)
             self.cache.remember_info(path, fp, {**info, "_size": live.index.size})
@@ -208,6 +250,9 @@ class Registry:
         except (NotASession, OSError):
             self.sessions.pop(path, None)
             return Refreshed(path, [], True, None)
+        if live.index.header is None:  # emptied, or no longer a session
+            self.sessions.pop(path, None)
+            return Refreshed(path, [], True, None)
         if reset:
             live.leaf_id, live.explicit = live.index.last_id, False
             self.state.forget_leaf(path)
@@ -230,6 +275,7 @@ class Registry:
 
     def write(self, live: LiveSession, ops: list[oplib.Op]) -> Written:
         """Apply now, or queue when the session is busy."""
+        refuse_samples(live.path)
         return queue.write(self.state, live, ops, self.busy(live))
 
     def flush(self, live: LiveSession, force: bool = False) -> list[str]:
@@ -240,16 +286,20 @@ class Registry:
 
     def appender(self, live: LiveSession) -> SessionAppender:
         """Appends of the server's own turn: children of the leaf, written now."""
+        refuse_samples(live.path)
         return SessionAppender(live, self.state)
 
     def switch(
         self, live: LiveSession, target: str | None, label: str | None, persist: bool, summary: dict | None = None
     ) -> tuple[dict[str, Any], Written]:
+        if label is not None or persist or summary is not None:
+            refuse_samples(live.path)
         return navigate.switch(
             self.state, live, target, label=label, persist=persist, summary=summary, busy=self.busy(live)
         )
 
     def fork(self, live: LiveSession, leaf_id: str) -> str:
+        refuse_samples(live.path)
         return navigate.fork(live, leaf_id)
 
     def new_session(self, cwd: str) -> str:
@@ -257,5 +307,6 @@ class Registry:
         rest = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
         safe = "--" + rest.replace("/", "-").replace("\\", "-").replace(":", "-") + "--"
         directory = os.path.join(self.roots[0], safe)
+        refuse_samples(directory)
         os.makedirs(directory, exist_ok=True)
         return new_session_file(directory, {"cwd": cwd}, [])

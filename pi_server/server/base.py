@@ -1,7 +1,8 @@
 """The pygls server object: options, the worker thread and the mapping of core errors.
 
 Core work runs on one worker thread (indexes are never shared between
-threads), so the event loop only reads and writes messages.
+threads), so the event loop only reads and writes messages; long calls run
+in steps (`core_steps`) so requests queued meanwhile run between them.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,6 +130,23 @@ class PiServer(LanguageServer):
     def notify(self, method: str, payload: dict[str, Any]) -> None:
         """Send a notification (the TCP transport routes file notifications to every client)."""
         self.protocol.notify(method, payload)
+
+    async def core_steps(self, steps: Callable[..., Generator[None, None, Any]], *args: Any) -> Any:
+        """Run a generator on the worker one step at a time: requests queued meanwhile run
+        between its steps, so one slow call (a searched listing) never holds the worker."""
+        gen = steps(*args)
+
+        def step() -> tuple[bool, Any]:
+            try:
+                next(gen)
+            except StopIteration as stop:
+                return True, stop.value
+            return False, None
+
+        while True:
+            done, value = await self.core(step)
+            if done:
+                return value
 
     def refuse(self) -> None:
         """Drop a client that failed the token check (the server serves one client)."""

@@ -1,7 +1,7 @@
 """The index cache in the state dir: restarts reuse indexes of files that did not change.
 
 Each session's index is stored (msgpack) with the file's fingerprint — size,
-mtime, inode and the header line. On load, a file that only grew reuses the
+mtime, inode, the header line and a digest of the last indexed bytes. On load, a file that only grew reuses the
 cache and indexes the appended bytes; anything else (shrunk, rewritten,
 replaced, a corrupt or foreign cache file) is rebuilt, never trusted.
 A small listing file keeps each session's SessionInfo under the same
@@ -20,9 +20,10 @@ import msgspec
 
 from pi_server.store.index import SessionIndex
 from pi_server.store.records import Diagnostic, Header
+from pi_server.store.scan import open_regular
 from pi_server.store.state import atomic_write
 
-FORMAT = 2  # 2: entry line numbers
+FORMAT = 3  # 2: entry line numbers; 3: a fingerprint of the indexed prefix
 _ARRAYS = ("offsets", "lengths", "lines", "anc_model", "anc_thinking", "anc_compaction")
 _PLAIN = (
     "ids",
@@ -37,7 +38,7 @@ _PLAIN = (
     "size",
     "irregular",
 )
-_PRIVATE = ("_line_no", "_ordinal", "_pending")
+_PRIVATE = ("_line_no", "_ordinal", "_pending", "_skipping", "_tail_hash")
 
 
 def fingerprint(path: str) -> dict[str, int] | None:
@@ -106,15 +107,15 @@ class IndexCache:
             return None
         if fp["size"] == old["size"] and fp["mtime_ns"] != old["mtime_ns"]:
             return None  # same size, touched: maybe rewritten in place
-        with open(path, "rb") as f:
-            head = f.read(len(rec["header_bytes"]))
-            if head != rec["header_bytes"]:
+        fd = open_regular(path)
+        try:
+            if os.pread(fd, len(rec["header_bytes"]), 0) != rec["header_bytes"]:
                 return None
             size = rec["indexedSize"]
-            if size:
-                f.seek(size - 1)
-                if f.read(1) != b"\n":
-                    return None
+            if size and os.pread(fd, 1, size - 1) != b"\n" and not rec["_skipping"]:
+                return None
+        finally:
+            os.close(fd)
         idx = SessionIndex(path)
         for name in _PLAIN + _PRIVATE:
             setattr(idx, name, rec[name])
@@ -134,7 +135,7 @@ class IndexCache:
         idx._v1_by_ordinal = {int(k): v for k, v in rec["v1_by_ordinal"].items()}
         idx.by_id = {eid: pos for pos, eid in enumerate(idx.ids)}
         idx.generation = 1
-        idx.refresh()  # only the bytes appended since
+        idx.refresh()  # only the bytes appended since (all of it if the indexed prefix changed)
         return idx
 
     # ---------------------------------------------------------------- listing

@@ -7,6 +7,7 @@ path; anything that does not fit these shapes falls back to a full parse.
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -98,14 +99,35 @@ def canon(s: Any) -> Any:
 
 
 def loads(raw: bytes) -> Any:
-    """Parse one line as pi's JSON.parse of a UTF-8-decoded file would."""
+    """Parse one line as pi's JSON.parse of a UTF-8-decoded file would.
+
+    Raises orjson.JSONDecodeError for anything unreadable, nesting too deep included.
+    """
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
-        # pi reads files as UTF-8 with replacement characters, then parses.
-        return orjson.loads(raw.decode("utf-8", "replace").encode("utf-8"))
+        pass
+    # pi reads files as UTF-8 with replacement characters, then parses; its
+    # JSON.parse keeps lone surrogates (`\ud83d`), which orjson refuses and
+    # Python's json keeps, as it does lines nested deeper than orjson's limit.
+    text = raw.decode("utf-8", "replace")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise orjson.JSONDecodeError(e.msg, e.doc, e.pos) from None
+    except RecursionError:
+        raise orjson.JSONDecodeError("nested too deep to read", text[:64], 0) from None
 
 
+def jdumps(obj: Any) -> bytes:
+    """Compact JSON bytes of a parsed value; lone surrogates written as `\\uXXXX` escapes."""
+    try:
+        return orjson.dumps(obj)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(obj, separators=(",", ":")).encode()
+
+
+DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 UNSET: Any = object()
 MAX_RUN = 8 << 20  # bytes read in one call
 SLOW_TYPES = frozenset(("label", "session_info", "session"))
@@ -138,9 +160,9 @@ def decode_blocks(msg: Msg) -> Any:
         return None
     try:
         return _blocks_decoder.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         try:
-            return blocks_from_obj(orjson.loads(bytes(raw)))
+            return blocks_from_obj(loads(bytes(raw)))
         except orjson.JSONDecodeError:
             return None
 
@@ -160,7 +182,7 @@ def blocks_from_obj(content: Any) -> Any:
                     text=c.get("text"),
                     id=c.get("id"),
                     name=c.get("name"),
-                    arguments=msgspec.Raw(orjson.dumps(args)) if "arguments" in c else msgspec.Raw(b"null"),
+                    arguments=msgspec.Raw(jdumps(args)) if "arguments" in c else msgspec.Raw(b"null"),
                 )
             )
     return out
@@ -173,7 +195,7 @@ def nav_from_dict(obj: dict[str, Any]) -> tuple[Nav, Any]:
     if isinstance(m, dict):
         msg = Msg(
             role=m.get("role"),
-            content=msgspec.Raw(orjson.dumps(m["content"])) if "content" in m else msgspec.Raw(b""),
+            content=msgspec.Raw(jdumps(m["content"])) if "content" in m else msgspec.Raw(b""),
             stopReason=m.get("stopReason"),
             errorMessage=m.get("errorMessage"),
             timestamp=m.get("timestamp"),

@@ -14,12 +14,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
 import orjson
 
 from pi_server.jsutil import js_date_ms, js_trim
 from pi_server.store import content
 from pi_server.store.decode import (
+    DECODE_ERRORS,
     SLOW_TYPES,
     UNSET,
     Msg,
@@ -47,6 +47,7 @@ from pi_server.store.records import (
     NotASession,
     setting_kind,
 )
+from pi_server.store.scan import CHUNK, MAX_LINE, find_newline, open_regular, prefix_changed, tail_hash
 
 __all__ = ["CURRENT_VERSION", "F_ASSISTANT_TEXT", "F_ERRORISH", "NotASession", "SessionIndex", "synth_id"]
 
@@ -93,6 +94,8 @@ class SessionIndex(EntryReader):
     _ordinal: int = 0  # parsed lines so far, header = 0 (v1 ids and indexes)
     _header_bytes: bytes = b""
     _pending: bool = False
+    _skipping: bool = False  # inside a line longer than MAX_LINE
+    _tail_hash: bytes = b""  # fingerprint of the indexed prefix's last bytes
     _v1_by_ordinal: dict[int, int] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ reading
@@ -122,36 +125,62 @@ class SessionIndex(EntryReader):
         """Read what changed on disk. Returns (appended ids, reset).
 
         With `max_bytes`, reads about that much (whole lines) and stops; `done`
-        tells whether the end of the file was reached.
+        tells whether the end of the file was reached. Only regular files are
+        read, in bounded chunks (see `store/scan.py`).
         """
-        with open(self.path, "rb") as f:
-            st = os.fstat(f.fileno())
+        fd = open_regular(self.path)
+        try:
+            end = os.fstat(fd).st_size
             reset = False
-            if self.header is not None:
-                head = os.pread(f.fileno(), len(self._header_bytes), 0)
-                if st.st_size < self.size or head != self._header_bytes:
-                    self._clear()
-                    reset = True
-            if st.st_size == self.size:
+            if prefix_changed(fd, end, self.size, self._header_bytes, self._tail_hash):
+                self._clear()
+                reset = True
+            if end == self.size:
                 self.done = True
                 return [], reset
-            f.seek(self.size)
-            want = st.st_size - self.size
-            reached = True
-            if max_bytes is not None and want > max_bytes:
-                buf = f.read(max_bytes)
-                while b"\n" not in buf and len(buf) < want:  # one line longer than the budget
-                    buf += f.read(max_bytes)
-                reached = len(buf) >= want
-                if not reached:
-                    buf = buf[: buf.rfind(b"\n") + 1]
-            else:
-                buf = f.read(want)
-        before = len(self.ids)
-        self._consume(buf, self.size)
-        self.done = reached
+            before = len(self.ids)
+            with no_gc():
+                self.done = self._read_to(fd, end, max_bytes)
+            self._tail_hash = tail_hash(fd, self.size)
+            if self.done:
+                tail = end - self.size
+                self._pending = (
+                    not self._skipping and 0 < tail <= MAX_LINE and bool(os.pread(fd, tail, self.size).strip())
+                )
+        finally:
+            os.close(fd)
         self.generation += 1
         return self.ids[before:], reset
+
+    def _read_to(self, fd: int, end: int, max_bytes: int | None) -> bool:
+        """Index whole lines up to `end` (about `max_bytes` of them); True when nothing is left."""
+        first = self.size
+        while self.size < end:
+            if max_bytes is not None and self.size - first >= max_bytes:
+                return False
+            if self._skipping:  # inside a line too long to index: find its end
+                nl = find_newline(fd, self.size, end)
+                if nl < 0:
+                    self.size = end
+                    return True
+                self.size, self._skipping = nl + 1, False
+                self._line_no += 1
+                continue
+            buf = os.pread(fd, min(CHUNK, end - self.size), self.size)
+            if not buf:
+                return True
+            if b"\n" in buf:
+                self._consume_lines(buf, self.size)
+                continue
+            nl = find_newline(fd, self.size + len(buf), end, MAX_LINE - len(buf))
+            if nl >= 0:  # one line longer than a chunk, within the limit
+                self._consume_lines(os.pread(fd, nl + 1 - self.size, self.size), self.size)
+                continue
+            if end - self.size <= MAX_LINE:
+                return True  # an unfinished last line: wait for its newline
+            self._diag(self.size, MAX_LINE, "error", "line-too-long", f"line longer than {MAX_LINE} bytes; skipped")
+            self._skipping = True
+        return True
 
     def _clear(self) -> None:
         fresh = SessionIndex(self.path)
@@ -159,10 +188,6 @@ class SessionIndex(EntryReader):
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(fresh, name))
         self.generation = gen + 1
-
-    def _consume(self, buf: bytes, base: int) -> None:
-        with no_gc():
-            self._consume_lines(buf, base)
 
     def _consume_lines(self, buf: bytes, base: int) -> None:
         # The common line (a v2/v3 entry that decodes, with a fresh id) is handled
@@ -187,7 +212,7 @@ class SessionIndex(EntryReader):
             if fast:
                 try:
                     nav = decode(raw)
-                except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+                except DECODE_ERRORS:
                     fast = False
             if fast:
                 t = nav.type
@@ -291,7 +316,7 @@ class SessionIndex(EntryReader):
         try:
             if nav is None or orig is not raw or stripped != raw:
                 nav = nav_decoder.decode(stripped)
-        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        except DECODE_ERRORS:
             try:
                 obj = loads(stripped)
             except orjson.JSONDecodeError as e:
@@ -314,7 +339,10 @@ class SessionIndex(EntryReader):
     def _take_header(self, nav: Nav, stripped: bytes, raw: bytes) -> None:
         if nav.type != "session" or not isinstance(nav.id, str):
             raise NotASession(f"{self.path}: first line is not a pi session header")
-        obj = loads(stripped)
+        try:
+            obj = loads(stripped)
+        except orjson.JSONDecodeError:
+            raise NotASession(f"{self.path}: unreadable session header") from None
         version = obj.get("version")
         self.header = Header(
             id=nav.id,

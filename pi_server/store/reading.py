@@ -11,6 +11,7 @@ import orjson
 
 from pi_server.store.decode import (
     ABSENT,
+    DECODE_ERRORS,
     MAX_RUN,
     TITLE_FIELDS,
     TITLE_MSG_FIELDS,
@@ -115,7 +116,7 @@ class EntryReader:
     def _light(self, pos: int, raw: bytes) -> dict[str, Any]:
         try:
             e = title_decoder.decode(raw)
-        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        except DECODE_ERRORS:
             return self._materialize(pos, raw)
         out = {k: v for k in TITLE_FIELDS if (v := getattr(e, k)) is not ABSENT}
         m = e.message
@@ -124,8 +125,11 @@ class EntryReader:
             if len(m.content):
                 try:
                     msg["content"] = text_blocks_decoder.decode(m.content)
-                except (msgspec.DecodeError, msgspec.ValidationError):
-                    msg["content"] = loads(bytes(m.content))
+                except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                    try:
+                        msg["content"] = loads(bytes(m.content))
+                    except orjson.JSONDecodeError:
+                        msg["content"] = None
             if msg.get("role") == "hookMessage" and self.version < 3:
                 msg["role"] = "custom"
             out["message"] = msg

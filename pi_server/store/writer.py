@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
+import stat
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +23,20 @@ from pi_server.store.state import atomic_write
 
 class WriteFailed(Exception):
     pass
+
+
+SAMPLES_DIR = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "samples"))
+SAMPLES_READ_ONLY = (
+    "the bundled sample sessions are read-only; to write, use a real store: "
+    "start pi-server with --sessions-dir DIR (or run pi once to create ~/.pi/agent/sessions)"
+)
+
+
+def refuse_samples(path: str) -> None:
+    """The samples ship inside the package (site-packages in an install): never written."""
+    real = os.path.realpath(path)
+    if real == SAMPLES_DIR or real.startswith(SAMPLES_DIR + os.sep):
+        raise WriteFailed(SAMPLES_READ_ONLY)
 
 
 def now_iso() -> str:
@@ -37,38 +53,68 @@ def new_id(taken: dict[str, Any] | set[str]) -> str:
     return str(uuid.uuid4())
 
 
+_LONE = re.compile("[\ud800-\udfff]")
+
+
 def dumps(entry: dict[str, Any]) -> bytes:
-    # compact, non-ASCII kept, as JSON.stringify writes it
-    return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
+    # compact, non-ASCII kept, as JSON.stringify writes it; a lone surrogate (kept
+    # from a line pi wrote) goes back as the `\\uXXXX` escape JSON.stringify writes
+    text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
 
 
 def append_lines(path: str, entries: list[dict[str, Any]]) -> None:
-    """Append whole lines; each line is one write(2) on an O_APPEND descriptor."""
+    """Append whole lines; each line is one write(2) on an O_APPEND descriptor.
+
+    A write that fails part way (disk full, a file size limit) is taken back:
+    the file is truncated to its size before it, so no partial line is left
+    for pi's next append to be glued onto.
+    """
+    refuse_samples(path)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise WriteFailed(f"cannot open {path} for appending: {e.strerror}") from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise WriteFailed(f"{path} is not a regular file")
         size = os.fstat(fd).st_size
-        if size:
-            with open(path, "rb") as f:
-                f.seek(size - 1)
-                if f.read(1) != b"\n":
-                    os.write(fd, b"\n")  # a line cut short: never glue ours onto it
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            _write_whole(fd, b"\n", path)  # a line cut short: never glue ours onto it
         for e in entries:
-            data = dumps(e) + b"\n"
-            if os.write(fd, data) != len(data):
-                raise WriteFailed(f"short write to {path}")
-    except OSError as e:
-        raise WriteFailed(f"cannot append to {path}: {e.strerror}") from None
+            _write_whole(fd, dumps(e) + b"\n", path)
     finally:
         os.close(fd)
+
+
+def _write_whole(fd: int, data: bytes, path: str) -> None:
+    """One write of `data`, or none: a short or failed write is truncated away."""
+    before = os.fstat(fd).st_size
+    try:
+        n = os.write(fd, data)
+        err = None if n == len(data) else "short write (disk full?)"
+    except OSError as e:
+        n, err = 0, e.strerror or str(e)
+    if err is None:
+        return
+    try:
+        if os.fstat(fd).st_size == before + n:  # nobody appended meanwhile: take ours back
+            os.ftruncate(fd, before)
+        elif n:
+            os.write(fd, b"\n")  # pi appended after our partial line: end it, skip it
+    except OSError:
+        pass
+    raise WriteFailed(f"cannot append to {path}: {err}")
 
 
 def migrate_in_place(idx: SessionIndex) -> bool:
     """pi's migration to v3, keeping the ids already shown. Returns True if it rewrote."""
     if idx.version >= CURRENT_VERSION or idx.header is None:
         return False
+    refuse_samples(idx.path)
     header = dict(idx.header.raw)
     header["version"] = CURRENT_VERSION
     lines = [dumps(header)]
@@ -80,6 +126,7 @@ def migrate_in_place(idx: SessionIndex) -> bool:
 
 def new_session_file(directory: str, header_extra: dict[str, Any], entries: list[dict[str, Any]]) -> str:
     """A new session file named as pi names them; written atomically."""
+    refuse_samples(directory)
     ts = now_iso()
     sid = _uuid7()
     header = {"type": "session", "version": CURRENT_VERSION, "id": sid, "timestamp": ts, **header_extra}

@@ -136,7 +136,7 @@ def symbols(live: LiveSession) -> list[lsp.DocumentSymbol]:
     container: dict[int, list] = {}  # where an entry's symbol goes: a chain stays at its level
     for pos in order:
         sym = lsp.DocumentSymbol(
-            name=(title[pos] or idx.types[pos] or "entry")[:120],
+            name=str(title[pos] or idx.types[pos] or "entry")[:120],
             detail=f"{idx.types[pos]} · {idx.ids[pos]}",
             kind=_kind(idx.types[pos], idx.roles[pos]),
             range=_line_range(lines[pos]),

@@ -14,7 +14,7 @@ from pi_server.tree.outline import get_tree
 @pi_method("pi/listSessions", params.ListSessions)
 async def list_sessions(ls: PiServer, p: params.ListSessions) -> Any:
     """Every session under the roots, newest first (pi's SessionInfo, with the leaf the server keeps)."""
-    return {"sessions": await ls.core(ls.registry.list, p.cwd, p.query, p.limit)}
+    return {"sessions": await ls.core_steps(ls.registry.list_steps, p.cwd, p.query, p.limit)}
 
 
 @pi_method("pi/getTree", params.GetTree)

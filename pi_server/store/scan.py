@@ -1,0 +1,73 @@
+"""Bounded, non-blocking reads of session files.
+
+A session file is read in chunks, never a whole line grown in memory to find
+its end: a line longer than `MAX_LINE` is recorded and skipped. Only regular
+files are opened (a FIFO or a device under the roots would block or never end),
+and holes in sparse files are jumped over, not read.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+
+from pi_server.store.records import NotASession
+
+MAX_LINE = 64 << 20  # longest line indexed; longer ones are skipped with a diagnostic
+CHUNK = 8 << 20  # bytes read per call
+TAIL = 4096  # bytes before the indexed end that fingerprint the indexed prefix
+
+
+def open_regular(path: str) -> int:
+    """A read-only descriptor on a regular file; anything else is not a session."""
+    if "\x00" in path:
+        raise NotASession(f"{path!r}: not a valid path")
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotASession(f"{path}: not a regular file")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between the two calls
+        os.close(fd)
+        raise NotASession(f"{path}: not a regular file")
+    return fd
+
+
+def find_newline(fd: int, start: int, end: int, limit: int | None = None) -> int:
+    """Offset of the first newline in [start, end), looking at most `limit` bytes; -1 if none."""
+    stop = end if limit is None else min(end, start + limit)
+    pos = start
+    while pos < stop:
+        try:
+            pos = os.lseek(fd, pos, os.SEEK_DATA)  # holes hold only zeros: skip them
+        except OSError as e:
+            if e.errno == errno.ENXIO:
+                return -1  # nothing but a hole up to the end
+            if e.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+        if pos >= stop:
+            return -1
+        buf = os.pread(fd, min(CHUNK, stop - pos), pos)
+        if not buf:
+            return -1
+        i = buf.find(b"\n")
+        if i >= 0:
+            return pos + i
+        pos += len(buf)
+    return -1
+
+
+def tail_hash(fd: int, size: int) -> bytes:
+    """A digest of the bytes just before `size`: a rewrite of the indexed prefix changes it."""
+    n = min(size, TAIL)
+    return hashlib.blake2b(os.pread(fd, n, size - n), digest_size=16).digest() if n else b""
+
+
+def prefix_changed(fd: int, end: int, size: int, header: bytes, digest: bytes) -> bool:
+    """The `size` bytes already indexed are not what they were: shrunk, header or tail rewritten."""
+    if end < size:
+        return True
+    if header and os.pread(fd, len(header), 0) != header:
+        return True
+    return bool(size) and tail_hash(fd, size) != digest
