@@ -9,11 +9,13 @@ file that shrank or whose header changed is re-indexed from scratch.
 from __future__ import annotations
 
 import os
+import re
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import orjson
 
 from pi_server.jsutil import js_date_ms, js_trim
@@ -49,7 +51,19 @@ from pi_server.store.records import (
 )
 from pi_server.store.scan import CHUNK, MAX_LINE, find_newline, open_regular, prefix_changed, tail_hash
 
+_NEWLINES = re.compile(b"\n+")
+MAX_PREAMBLE = 1000  # lines read looking for the header before a file is taken for not a session
+MAX_DIAGNOSTICS = 1000  # per file; the lines past it are skipped all the same
 __all__ = ["CURRENT_VERSION", "F_ASSISTANT_TEXT", "F_ERRORISH", "NotASession", "SessionIndex", "synth_id"]
+
+
+def _plainly_malformed(err: BaseException, line: bytes) -> bool:
+    """msgspec refused the line, and no other reading could accept it: not JSON at all (not
+    invalid UTF-8, a lone surrogate or deep nesting, which `loads` reads as pi does)."""
+    if type(err) is not msgspec.DecodeError or b"\\u" in line:
+        return False
+    msg = str(err)
+    return "depth" not in msg and "recursion" not in msg and "UTF-8" not in msg and line.isascii()
 
 
 @dataclass
@@ -203,6 +217,11 @@ class SessionIndex(EntryReader):
             nl = find(b"\n", start)
             if nl < 0:
                 break
+            if nl == start:  # a run of empty lines, skipped at once
+                end = _NEWLINES.match(buf, start).end()  # type: ignore[union-attr]
+                self._line_no += end - start
+                start = end
+                continue
             raw = buf[start:nl]
             off = base + start
             length = nl - start
@@ -312,11 +331,16 @@ class SessionIndex(EntryReader):
         stripped = raw.strip()
         if not stripped:
             return
+        if self.header is None and self._line_no >= MAX_PREAMBLE:
+            raise NotASession(f"{self.path}: no session header in its first {MAX_PREAMBLE} lines")
         msg_blocks: Any = UNSET
         try:
             if nav is None or orig is not raw or stripped != raw:
                 nav = nav_decoder.decode(stripped)
-        except DECODE_ERRORS:
+        except DECODE_ERRORS as de:
+            if _plainly_malformed(de, stripped):
+                self._diag(off, length, "error", "malformed-line", f"not valid JSON: {de}")
+                return
             try:
                 obj = loads(stripped)
             except orjson.JSONDecodeError as e:
@@ -479,7 +503,8 @@ class SessionIndex(EntryReader):
                 self.first_message = text
 
     def _diag(self, off: int, length: int, severity: str, code: str, message: str) -> None:
-        self.diagnostics.append(Diagnostic(self._line_no, off, length, severity, code, message))
+        if len(self.diagnostics) < MAX_DIAGNOSTICS:  # a file of garbage stays a small index
+            self.diagnostics.append(Diagnostic(self._line_no, off, length, severity, code, message))
 
     # ------------------------------------------------------------------ lookup
 
