@@ -274,11 +274,11 @@ def test_mid_file_rewrite_is_seen_live_and_through_the_cache(tmp_path: Path) -> 
 
 
 def test_line_too_long_is_skipped_with_a_diagnostic(tmp_path: Path, monkeypatch: Any) -> None:
-    from pi_server.store import index as index_mod
+    from pi_server.store import scan
     from pi_server.store.index import SessionIndex
 
-    monkeypatch.setattr(index_mod, "MAX_LINE", 1 << 20)
-    monkeypatch.setattr(index_mod, "CHUNK", 64 << 10)
+    monkeypatch.setattr(scan, "MAX_LINE", 1 << 20)
+    monkeypatch.setattr(scan, "CHUNK", 64 << 10)
     v = _valid()
     f = tmp_path / "s.jsonl"
     _write(f, [v[0], '{"type":"custom","id":"x","data":"' + "y" * (3 << 20) + '"}', *v[1:]])

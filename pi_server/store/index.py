@@ -9,17 +9,15 @@ file that shrank or whose header changed is re-indexed from scratch.
 from __future__ import annotations
 
 import os
-import re
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
 import orjson
 
 from pi_server.jsutil import js_date_ms, js_trim
-from pi_server.store import content
+from pi_server.store import content, scan
 from pi_server.store.decode import (
     DECODE_ERRORS,
     SLOW_TYPES,
@@ -49,21 +47,8 @@ from pi_server.store.records import (
     NotASession,
     setting_kind,
 )
-from pi_server.store.scan import CHUNK, MAX_LINE, find_newline, open_regular, prefix_changed, tail_hash
 
-_NEWLINES = re.compile(b"\n+")
-MAX_PREAMBLE = 1000  # lines read looking for the header before a file is taken for not a session
-MAX_DIAGNOSTICS = 1000  # per file; the lines past it are skipped all the same
 __all__ = ["CURRENT_VERSION", "F_ASSISTANT_TEXT", "F_ERRORISH", "NotASession", "SessionIndex", "synth_id"]
-
-
-def _plainly_malformed(err: BaseException, line: bytes) -> bool:
-    """msgspec refused the line, and no other reading could accept it: not JSON at all (not
-    invalid UTF-8, a lone surrogate or deep nesting, which `loads` reads as pi does)."""
-    if type(err) is not msgspec.DecodeError or b"\\u" in line:
-        return False
-    msg = str(err)
-    return "depth" not in msg and "recursion" not in msg and "UTF-8" not in msg and line.isascii()
 
 
 @dataclass
@@ -108,11 +93,9 @@ class SessionIndex(EntryReader):
     _ordinal: int = 0  # parsed lines so far, header = 0 (v1 ids and indexes)
     _header_bytes: bytes = b""
     _pending: bool = False
-    _skipping: bool = False  # inside a line longer than MAX_LINE
+    _skipping: bool = False  # inside a line longer than scan.MAX_LINE
     _tail_hash: bytes = b""  # fingerprint of the indexed prefix's last bytes
     _v1_by_ordinal: dict[int, int] = field(default_factory=dict)
-
-    # ------------------------------------------------------------------ reading
 
     @classmethod
     def open(cls, path: str) -> SessionIndex:
@@ -136,17 +119,14 @@ class SessionIndex(EntryReader):
         return self._pending
 
     def refresh(self, max_bytes: int | None = None) -> tuple[list[str], bool]:
-        """Read what changed on disk. Returns (appended ids, reset).
-
-        With `max_bytes`, reads about that much (whole lines) and stops; `done`
-        tells whether the end of the file was reached. Only regular files are
-        read, in bounded chunks (see `store/scan.py`).
-        """
-        fd = open_regular(self.path)
+        """Read what changed on disk (regular files only, in bounded chunks: store/scan.py).
+        Returns (appended ids, reset). With `max_bytes`, reads about that much (whole
+        lines) and stops; `done` tells whether the end of the file was reached."""
+        fd = scan.open_regular(self.path)
         try:
             end = os.fstat(fd).st_size
             reset = False
-            if prefix_changed(fd, end, self.size, self._header_bytes, self._tail_hash):
+            if scan.prefix_changed(fd, end, self.size, self._header_bytes, self._tail_hash):
                 self._clear()
                 reset = True
             if end == self.size:
@@ -155,12 +135,11 @@ class SessionIndex(EntryReader):
             before = len(self.ids)
             with no_gc():
                 self.done = self._read_to(fd, end, max_bytes)
-            self._tail_hash = tail_hash(fd, self.size)
+            self._tail_hash = scan.tail_hash(fd, self.size)
             if self.done:
                 tail = end - self.size
-                self._pending = (
-                    not self._skipping and 0 < tail <= MAX_LINE and bool(os.pread(fd, tail, self.size).strip())
-                )
+                small = not self._skipping and 0 < tail <= scan.MAX_LINE
+                self._pending = small and bool(os.pread(fd, tail, self.size).strip())
         finally:
             os.close(fd)
         self.generation += 1
@@ -173,32 +152,33 @@ class SessionIndex(EntryReader):
             if max_bytes is not None and self.size - first >= max_bytes:
                 return False
             if self._skipping:  # inside a line too long to index: find its end
-                nl = find_newline(fd, self.size, end)
+                nl = scan.find_newline(fd, self.size, end)
                 if nl < 0:
                     self.size = end
                     return True
                 self.size, self._skipping = nl + 1, False
                 self._line_no += 1
                 continue
-            buf = os.pread(fd, min(CHUNK, end - self.size), self.size)
+            buf = os.pread(fd, min(scan.CHUNK, end - self.size), self.size)
             if not buf:
                 return True
             if b"\n" in buf:
                 self._consume_lines(buf, self.size)
                 continue
-            nl = find_newline(fd, self.size + len(buf), end, MAX_LINE - len(buf))
+            nl = scan.find_newline(fd, self.size + len(buf), end, scan.MAX_LINE - len(buf))
             if nl >= 0:  # one line longer than a chunk, within the limit
                 self._consume_lines(os.pread(fd, nl + 1 - self.size, self.size), self.size)
                 continue
-            if end - self.size <= MAX_LINE:
+            if end - self.size <= scan.MAX_LINE:
                 return True  # an unfinished last line: wait for its newline
-            self._diag(self.size, MAX_LINE, "error", "line-too-long", f"line longer than {MAX_LINE} bytes; skipped")
+            self._diag(
+                self.size, scan.MAX_LINE, "error", "line-too-long", f"line longer than {scan.MAX_LINE} bytes; skipped"
+            )
             self._skipping = True
         return True
 
     def _clear(self) -> None:
-        fresh = SessionIndex(self.path)
-        gen = self.generation
+        fresh, gen = SessionIndex(self.path), self.generation
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(fresh, name))
         self.generation = gen + 1
@@ -218,7 +198,7 @@ class SessionIndex(EntryReader):
             if nl < 0:
                 break
             if nl == start:  # a run of empty lines, skipped at once
-                end = _NEWLINES.match(buf, start).end()  # type: ignore[union-attr]
+                end = scan.NEWLINES.match(buf, start).end()  # type: ignore[union-attr]
                 self._line_no += end - start
                 start = end
                 continue
@@ -331,14 +311,14 @@ class SessionIndex(EntryReader):
         stripped = raw.strip()
         if not stripped:
             return
-        if self.header is None and self._line_no >= MAX_PREAMBLE:
-            raise NotASession(f"{self.path}: no session header in its first {MAX_PREAMBLE} lines")
+        if self.header is None and self._line_no >= scan.MAX_PREAMBLE:
+            raise NotASession(f"{self.path}: no session header in its first {scan.MAX_PREAMBLE} lines")
         msg_blocks: Any = UNSET
         try:
             if nav is None or orig is not raw or stripped != raw:
                 nav = nav_decoder.decode(stripped)
         except DECODE_ERRORS as de:
-            if _plainly_malformed(de, stripped):
+            if scan.plainly_malformed(de, stripped):
                 self._diag(off, length, "error", "malformed-line", f"not valid JSON: {de}")
                 return
             try:
@@ -503,10 +483,8 @@ class SessionIndex(EntryReader):
                 self.first_message = text
 
     def _diag(self, off: int, length: int, severity: str, code: str, message: str) -> None:
-        if len(self.diagnostics) < MAX_DIAGNOSTICS:  # a file of garbage stays a small index
+        if len(self.diagnostics) < scan.MAX_DIAGNOSTICS:  # a file of garbage stays a small index
             self.diagnostics.append(Diagnostic(self._line_no, off, length, severity, code, message))
-
-    # ------------------------------------------------------------------ lookup
 
     def __len__(self) -> int:
         return len(self.ids)
