@@ -86,7 +86,7 @@ class Registry:
             raise SessionNotFound(f"cannot read {session}: {e.strerror}") from None
         return self._adopt(path, idx, from_cache)
 
-    def index_step(self, path: str, budget: int = 4 << 20) -> bool:
+    def index_step(self, path: str, budget: int = 1 << 20) -> bool:
         """Index a little of one file (for background indexing); True once it is done.
 
         Requests run between steps, so they never wait behind a whole large file.

@@ -105,12 +105,20 @@ def loads(raw: bytes) -> Any:
     """
     try:
         return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass
-    # pi reads files as UTF-8 with replacement characters, then parses; its
-    # JSON.parse keeps lone surrogates (`\ud83d`), which orjson refuses and
-    # Python's json keeps, as it does lines nested deeper than orjson's limit.
+    except orjson.JSONDecodeError as e:
+        err = e
+    # pi reads files as UTF-8 with replacement characters, then parses
     text = raw.decode("utf-8", "replace")
+    fixed = text.encode("utf-8")
+    if fixed != raw:
+        try:
+            return orjson.loads(fixed)
+        except orjson.JSONDecodeError as e:
+            err = e
+    if b"\\u" not in raw and "depth" not in str(err):
+        raise err  # neither a lone surrogate nor deep nesting: Python's json refuses it too
+    # pi's JSON.parse keeps lone surrogates (`\ud83d`), which orjson refuses and
+    # Python's json keeps, as it reads lines nested deeper than orjson's limit
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from pi_server.jsutil import js_date_ms, js_trim
-from pi_server.store import content
+from pi_server.store import content, scan
 from pi_server.store.decode import (
     DECODE_ERRORS,
     SLOW_TYPES,
@@ -47,7 +47,6 @@ from pi_server.store.records import (
     NotASession,
     setting_kind,
 )
-from pi_server.store.scan import CHUNK, MAX_LINE, find_newline, open_regular, prefix_changed, tail_hash
 
 __all__ = ["CURRENT_VERSION", "F_ASSISTANT_TEXT", "F_ERRORISH", "NotASession", "SessionIndex", "synth_id"]
 
@@ -94,11 +93,9 @@ class SessionIndex(EntryReader):
     _ordinal: int = 0  # parsed lines so far, header = 0 (v1 ids and indexes)
     _header_bytes: bytes = b""
     _pending: bool = False
-    _skipping: bool = False  # inside a line longer than MAX_LINE
+    _skipping: bool = False  # inside a line longer than scan.MAX_LINE
     _tail_hash: bytes = b""  # fingerprint of the indexed prefix's last bytes
     _v1_by_ordinal: dict[int, int] = field(default_factory=dict)
-
-    # ------------------------------------------------------------------ reading
 
     @classmethod
     def open(cls, path: str) -> SessionIndex:
@@ -122,17 +119,14 @@ class SessionIndex(EntryReader):
         return self._pending
 
     def refresh(self, max_bytes: int | None = None) -> tuple[list[str], bool]:
-        """Read what changed on disk. Returns (appended ids, reset).
-
-        With `max_bytes`, reads about that much (whole lines) and stops; `done`
-        tells whether the end of the file was reached. Only regular files are
-        read, in bounded chunks (see `store/scan.py`).
-        """
-        fd = open_regular(self.path)
+        """Read what changed on disk (regular files only, in bounded chunks: store/scan.py).
+        Returns (appended ids, reset). With `max_bytes`, reads about that much (whole
+        lines) and stops; `done` tells whether the end of the file was reached."""
+        fd = scan.open_regular(self.path)
         try:
             end = os.fstat(fd).st_size
             reset = False
-            if prefix_changed(fd, end, self.size, self._header_bytes, self._tail_hash):
+            if scan.prefix_changed(fd, end, self.size, self._header_bytes, self._tail_hash):
                 self._clear()
                 reset = True
             if end == self.size:
@@ -141,12 +135,11 @@ class SessionIndex(EntryReader):
             before = len(self.ids)
             with no_gc():
                 self.done = self._read_to(fd, end, max_bytes)
-            self._tail_hash = tail_hash(fd, self.size)
+            self._tail_hash = scan.tail_hash(fd, self.size)
             if self.done:
                 tail = end - self.size
-                self._pending = (
-                    not self._skipping and 0 < tail <= MAX_LINE and bool(os.pread(fd, tail, self.size).strip())
-                )
+                small = not self._skipping and 0 < tail <= scan.MAX_LINE
+                self._pending = small and bool(os.pread(fd, tail, self.size).strip())
         finally:
             os.close(fd)
         self.generation += 1
@@ -159,32 +152,33 @@ class SessionIndex(EntryReader):
             if max_bytes is not None and self.size - first >= max_bytes:
                 return False
             if self._skipping:  # inside a line too long to index: find its end
-                nl = find_newline(fd, self.size, end)
+                nl = scan.find_newline(fd, self.size, end)
                 if nl < 0:
                     self.size = end
                     return True
                 self.size, self._skipping = nl + 1, False
                 self._line_no += 1
                 continue
-            buf = os.pread(fd, min(CHUNK, end - self.size), self.size)
+            buf = os.pread(fd, min(scan.CHUNK, end - self.size), self.size)
             if not buf:
                 return True
             if b"\n" in buf:
                 self._consume_lines(buf, self.size)
                 continue
-            nl = find_newline(fd, self.size + len(buf), end, MAX_LINE - len(buf))
+            nl = scan.find_newline(fd, self.size + len(buf), end, scan.MAX_LINE - len(buf))
             if nl >= 0:  # one line longer than a chunk, within the limit
                 self._consume_lines(os.pread(fd, nl + 1 - self.size, self.size), self.size)
                 continue
-            if end - self.size <= MAX_LINE:
+            if end - self.size <= scan.MAX_LINE:
                 return True  # an unfinished last line: wait for its newline
-            self._diag(self.size, MAX_LINE, "error", "line-too-long", f"line longer than {MAX_LINE} bytes; skipped")
+            self._diag(
+                self.size, scan.MAX_LINE, "error", "line-too-long", f"line longer than {scan.MAX_LINE} bytes; skipped"
+            )
             self._skipping = True
         return True
 
     def _clear(self) -> None:
-        fresh = SessionIndex(self.path)
-        gen = self.generation
+        fresh, gen = SessionIndex(self.path), self.generation
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(fresh, name))
         self.generation = gen + 1
@@ -203,6 +197,11 @@ class SessionIndex(EntryReader):
             nl = find(b"\n", start)
             if nl < 0:
                 break
+            if nl == start:  # a run of empty lines, skipped at once
+                end = scan.NEWLINES.match(buf, start).end()  # type: ignore[union-attr]
+                self._line_no += end - start
+                start = end
+                continue
             raw = buf[start:nl]
             off = base + start
             length = nl - start
@@ -312,11 +311,16 @@ class SessionIndex(EntryReader):
         stripped = raw.strip()
         if not stripped:
             return
+        if self.header is None and self._line_no >= scan.MAX_PREAMBLE:
+            raise NotASession(f"{self.path}: no session header in its first {scan.MAX_PREAMBLE} lines")
         msg_blocks: Any = UNSET
         try:
             if nav is None or orig is not raw or stripped != raw:
                 nav = nav_decoder.decode(stripped)
-        except DECODE_ERRORS:
+        except DECODE_ERRORS as de:
+            if scan.plainly_malformed(de, stripped):
+                self._diag(off, length, "error", "malformed-line", f"not valid JSON: {de}")
+                return
             try:
                 obj = loads(stripped)
             except orjson.JSONDecodeError as e:
@@ -479,9 +483,8 @@ class SessionIndex(EntryReader):
                 self.first_message = text
 
     def _diag(self, off: int, length: int, severity: str, code: str, message: str) -> None:
-        self.diagnostics.append(Diagnostic(self._line_no, off, length, severity, code, message))
-
-    # ------------------------------------------------------------------ lookup
+        if len(self.diagnostics) < scan.MAX_DIAGNOSTICS:  # a file of garbage stays a small index
+            self.diagnostics.append(Diagnostic(self._line_no, off, length, severity, code, message))
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -11,13 +11,19 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import stat
+
+import msgspec
 
 from pi_server.store.records import NotASession
 
 MAX_LINE = 64 << 20  # longest line indexed; longer ones are skipped with a diagnostic
 CHUNK = 8 << 20  # bytes read per call
 TAIL = 4096  # bytes before the indexed end that fingerprint the indexed prefix
+MAX_PREAMBLE = 1000  # lines read looking for the header before a file is taken for not a session
+MAX_DIAGNOSTICS = 1000  # per file; the lines past it are skipped all the same
+NEWLINES = re.compile(b"\n+")
 
 
 def open_regular(path: str) -> int:
@@ -71,3 +77,12 @@ def prefix_changed(fd: int, end: int, size: int, header: bytes, digest: bytes) -
     if header and os.pread(fd, len(header), 0) != header:
         return True
     return bool(size) and tail_hash(fd, size) != digest
+
+
+def plainly_malformed(err: BaseException, line: bytes) -> bool:
+    """msgspec refused the line, and no other reading could accept it: not JSON at all (not
+    invalid UTF-8, a lone surrogate or deep nesting, which `loads` reads as pi does)."""
+    if type(err) is not msgspec.DecodeError or b"\\u" in line:
+        return False
+    msg = str(err)
+    return "depth" not in msg and "recursion" not in msg and "UTF-8" not in msg and line.isascii()
