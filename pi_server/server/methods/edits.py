@@ -7,8 +7,10 @@ from typing import Any
 from pi_server.context.build import build_context
 from pi_server.live import ops
 from pi_server.live.appends import checked_edit
-from pi_server.server import notify, params
+from pi_server.live.session import LiveSession
+from pi_server.server import params
 from pi_server.server.base import PiServer
+from pi_server.server.methods.writes import write_one
 from pi_server.server.results import WriteResult
 from pi_server.server.rpc import pi_method
 
@@ -18,15 +20,11 @@ async def edit_context(ls: PiServer, p: params.EditContext) -> WriteResult:
     """Append pi's context_edit: omit (`replacement: null`) or replace an entry's content in the
     contexts after it. The file stays append-only; above the edit the original shows again."""
 
-    def run() -> Any:
-        live = ls.registry.get(p.session)
+    def make(live: LiveSession) -> ops.Op:
         replacement = checked_edit(live, p.targetId, p.replacement)  # refused now, not at flush time
-        written = ls.registry.write(live, [ops.EditOp(targetId=p.targetId, replacement=replacement)])
-        return live.path, written, live.leaf_id
+        return ops.EditOp(targetId=p.targetId, replacement=replacement)
 
-    path, written, leaf = await ls.core(run)
-    notify.session_updated(ls, path, written.appended, leaf)
-    return WriteResult(entry_id=written.last_id, queued=written.queued)
+    return await write_one(ls, p.session, make)
 
 
 @pi_method("pi/getContextEdits", params.GetContextEdits)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from pi_server.live import ops
+from pi_server.live.session import LiveSession
 from pi_server.server import notify, params
 from pi_server.server.base import PiServer
 from pi_server.server.methods.summaries import branch_summary
@@ -32,12 +34,13 @@ async def switch_branch(ls: PiServer, p: params.SwitchBranch) -> SwitchResult:
     return msgspec.convert(out, SwitchResult)
 
 
-async def _write(ls: PiServer, session: str, op: ops.Op, check: str | None = None) -> WriteResult:
+async def write_one(ls: PiServer, session: str, make: Callable[[LiveSession], ops.Op]) -> WriteResult:
+    """One write to a session: `make` builds it on the worker (checking what it must), then it
+    is applied or queued, and what the file gained is announced."""
+
     def run() -> Any:
         live = ls.registry.get(session)
-        if check is not None:
-            ls.registry.entry_pos(live, check)
-        written = ls.registry.write(live, [op])
+        written = ls.registry.write(live, [make(live)])
         return live.path, written, live.leaf_id
 
     path, written, leaf = await ls.core(run)
@@ -48,13 +51,18 @@ async def _write(ls: PiServer, session: str, op: ops.Op, check: str | None = Non
 @pi_method("pi/setLabel", params.SetLabel)
 async def set_label(ls: PiServer, p: params.SetLabel) -> WriteResult:
     """Set (or, with no label, clear) an entry's label, as pi's appendLabelChange."""
-    return await _write(ls, p.session, ops.LabelOp(targetId=p.targetId, label=p.label), check=p.targetId)
+
+    def make(live: LiveSession) -> ops.Op:
+        ls.registry.entry_pos(live, p.targetId)
+        return ops.LabelOp(targetId=p.targetId, label=p.label)
+
+    return await write_one(ls, p.session, make)
 
 
 @pi_method("pi/setSessionName", params.SetSessionName)
 async def set_session_name(ls: PiServer, p: params.SetSessionName) -> WriteResult:
     """Name the session, as pi's appendSessionInfo."""
-    return await _write(ls, p.session, ops.NameOp(name=p.name))
+    return await write_one(ls, p.session, lambda _live: ops.NameOp(name=p.name))
 
 
 @pi_method("pi/fork", params.Fork)
