@@ -121,7 +121,7 @@ async def test_cancel_request_cancels_the_http_call(store) -> None:
             fut = asyncio.ensure_future(
                 proto.send_request_async("pi/switchBranch", {"session": big, "targetId": target, "summarize": True})
             )
-            for _ in range(200):
+            for _ in range(1500):  # the SDK's first import alone can take seconds on a busy machine
                 if fake.requests:
                     break
                 await asyncio.sleep(0.02)

@@ -4,6 +4,9 @@ no import cycles, and no module or function grows past its size limit."""
 from __future__ import annotations
 
 import ast
+import functools
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -37,25 +40,31 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _parse(text: str) -> ast.Module:
-    # CPython 3.11's AST builder trips over the huge recursion limit conftest sets for pi's trees
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(1000)
-    try:
-        return ast.parse(text)
-    finally:
-        sys.setrecursionlimit(limit)
-
-
-def _imports(path: Path) -> set[str]:
+def _facts(path: Path) -> tuple[set[str], list[tuple[str, int]]]:
+    """(pi_server imports, (function, lines) pairs) of one module."""
     found: set[str] = set()
-    for node in ast.walk(_parse(path.read_text())):
+    funcs: list[tuple[str, int]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pi_server"):
             found.add(node.module)
             found.update(f"{node.module}.{a.name}" for a in node.names)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("pi_server"))
-    return found
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            funcs.append((node.name, (node.end_lineno or node.lineno) - node.lineno + 1))
+    return found, funcs
+
+
+@functools.cache
+def _report() -> dict[str, dict]:
+    # parsed in a fresh interpreter: CPython 3.11's AST builder can fail with "recursion depth
+    # mismatch" under the huge recursion limit conftest sets for pi's trees
+    out = subprocess.run([sys.executable, __file__], check=True, capture_output=True, text=True, timeout=120)
+    return json.loads(out.stdout)
+
+
+def _imports(path: Path) -> set[str]:
+    return set(_report()[str(path)]["imports"])
 
 
 def _graph() -> dict[str, set[str]]:
@@ -114,12 +123,16 @@ def test_no_import_cycles() -> None:
 def test_sizes() -> None:
     too_big = []
     for m, path in _modules().items():
-        text = path.read_text()
-        if len(text.splitlines()) > MAX_MODULE_LINES:
-            too_big.append(f"{m}: {len(text.splitlines())} lines")
-        for node in ast.walk(_parse(text)):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                n = (node.end_lineno or node.lineno) - node.lineno + 1
-                if n > MAX_FUNCTION_LINES:
-                    too_big.append(f"{m}.{node.name}: {n} lines")
+        facts = _report()[str(path)]
+        if facts["lines"] > MAX_MODULE_LINES:
+            too_big.append(f"{m}: {facts['lines']} lines")
+        too_big += [f"{m}.{name}: {n} lines" for name, n in facts["functions"] if n > MAX_FUNCTION_LINES]
     assert too_big == []
+
+
+if __name__ == "__main__":
+    report = {}
+    for _m, _p in _modules().items():
+        _imp, _funcs = _facts(_p)
+        report[str(_p)] = {"imports": sorted(_imp), "functions": _funcs, "lines": len(_p.read_text().splitlines())}
+    print(json.dumps(report))
