@@ -16,6 +16,8 @@ export class TreeModel {
   private nest = new Map<string, string | null>();
   private listeners: (() => void)[] = [];
   private generation = 0;
+  /** The newest reload: an older one that it overtook waits for it, so "reload done" means the newest answer is shown. */
+  private latest: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly rpc: Rpc,
@@ -58,19 +60,25 @@ export class TreeModel {
     if (!this.session || this.rows.length >= this.total) return;
     const gen = this.generation;
     const res = await this.fetch(this.rows.length, this.pageSize);
-    if (gen !== this.generation) return; // a reload started meanwhile; its rows win
+    if (gen !== this.generation) return this.latest; // a reload started meanwhile; its rows win
     this.apply(res, [...this.rows, ...res.rows]);
   }
 
   /** Re-reads the rows already shown (at least one page), e.g. after the file grew. */
-  async reload(count: number = Math.max(this.pageSize, this.rows.length)): Promise<void> {
+  reload(count: number = Math.max(this.pageSize, this.rows.length)): Promise<void> {
     const gen = ++this.generation;
+    this.latest = this.load(gen, count);
+    return this.latest;
+  }
+
+  private async load(gen: number, count: number): Promise<void> {
     if (!this.session) {
       this.apply({ leafId: null, total: 0, offset: 0, rows: [] }, []);
       return;
     }
     const res = await this.fetch(0, count);
-    if (gen !== this.generation) return;
+    // overtaken by a newer reload (a live update, say): callers wait for the newest answer
+    if (gen !== this.generation) return this.latest;
     this.apply(res, res.rows);
   }
 

@@ -127,3 +127,18 @@ test("tree: an entry appended to the file shows after pi/sessionUpdated", async 
   assert.equal(model.leafId, "feedf00d");
   assert.equal(model.row("feedf00d")!.title, "user: One more bullet, please.");
 });
+
+test("tree: a reload overtaken by a newer one resolves once the newest answer is shown", async () => {
+  const shop = file(box, SHOP);
+  const model = new TreeModel(server);
+  await model.open(shop);
+  const switched = cli(box, ["tree", shop, "--json"]).rows.find((r: TreeRow) => r.role === "user" && !r.onActivePath)!;
+  // three requests in this order: the first reload's answer is stale when it comes
+  const first = model.reload();
+  const switching = server.request("pi/switchBranch", { session: shop, targetId: switched.id });
+  const second = model.reload();
+  await first; // done only when the newer answer (after the switch) is in
+  assert.equal(model.leafId, switched.parentId);
+  await Promise.all([switching, second]);
+  assert.equal(model.leafId, switched.parentId);
+});
