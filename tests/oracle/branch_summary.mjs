@@ -3,6 +3,7 @@
 // generateBranchSummary against the given loopback fake Anthropic API (thinking = the level of
 // the session at the old leaf), then branchWithSummary on a copy of the file.
 // Usage: node tests/oracle/branch_summary.mjs SESSION_FILE BASE_URL PAIRS_JSON
+//   a pair: {from, to, custom?, replace?, model?} (model: an Anthropic model id, default claude-sonnet-4-5)
 // Prints [{from, to, entryIds, commonAncestorId, serialized, tokens, messages, thinking, result, entry, leaf}].
 import fs from "node:fs";
 import os from "node:os";
@@ -16,11 +17,11 @@ const { SessionManager, buildSessionContext, collectEntriesForBranchSummary, con
 const { ANTHROPIC_MODELS } = await import("@earendil-works/pi-ai/providers/anthropic.models");
 
 const [file, baseUrl, pairsJson] = process.argv.slice(2);
-const model = { ...ANTHROPIC_MODELS["claude-sonnet-4-5"], baseUrl };
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "pi16-branch-"));
 const out = [];
 let n = 0;
-for (const { from, to, custom, replace } of JSON.parse(pairsJson)) {
+for (const { from, to, custom, replace, model: modelId } of JSON.parse(pairsJson)) {
+	const model = { ...ANTHROPIC_MODELS[modelId ?? "claude-sonnet-4-5"], baseUrl };
 	const copy = path.join(tmp, `${n++}.jsonl`);
 	fs.copyFileSync(file, copy);
 	const sm = SessionManager.open(copy);

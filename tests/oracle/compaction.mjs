@@ -2,6 +2,7 @@
 // thinking) cases, prepareCompaction on the path, compact against the given loopback fake
 // Anthropic API, then appendCompaction on a copy of the file, as AgentSession.compact does.
 // Usage: node tests/oracle/compaction.mjs SESSION_FILE BASE_URL CASES_JSON
+//   a case: {leaf, keep, thinking, custom?, model?} (model: an Anthropic model id, default claude-sonnet-4-5)
 // Prints [{leaf, keep, thinking, custom, prep: {...} | null, result, entry}].
 import fs from "node:fs";
 import os from "node:os";
@@ -19,11 +20,11 @@ const { prepareCompaction } = await import(pathToFileURL(path.join(dist, "compac
 const { computeFileLists } = await import(pathToFileURL(path.join(dist, "utils.js")).href);
 
 const [file, baseUrl, casesJson] = process.argv.slice(2);
-const model = { ...ANTHROPIC_MODELS["claude-sonnet-4-5"], baseUrl };
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "pi16-compact-"));
 const out = [];
 let n = 0;
-for (const { leaf, keep, thinking, custom } of JSON.parse(casesJson)) {
+for (const { leaf, keep, thinking, custom, model: modelId } of JSON.parse(casesJson)) {
+	const model = { ...ANTHROPIC_MODELS[modelId ?? "claude-sonnet-4-5"], baseUrl };
 	const copy = path.join(tmp, `${n++}.jsonl`);
 	fs.copyFileSync(file, copy);
 	const sm = SessionManager.open(copy);
