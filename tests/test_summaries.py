@@ -21,7 +21,7 @@ from pi_server.llm.models import ANTHROPIC
 from pi_server.store.index import SessionIndex
 from pi_server.summaries import service
 from pi_server.summaries.branch import prepare_branch_summary, serialize_conversation
-from pi_server.summaries.client import SummaryError, complete, request_body
+from pi_server.summaries.client import SummaryError, complete, complete_with_usage, request_body
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-ant-test-0123456789abcdef"
@@ -107,7 +107,7 @@ def test_entries_request_and_result_equal_pi(pi_summaries, monkeypatch) -> None:
 def test_errors_retries_and_the_key_never_leaks() -> None:
     body = request_body(MODEL, "hello")
     with FakeAnthropic([(500, "overloaded"), (429, "slow down")]) as fake:  # retried by the SDK
-        text, usage = asyncio.run(complete(body, KEY, model=MODEL, base_url=fake.url))
+        text, usage = asyncio.run(complete_with_usage(body, KEY, model=MODEL, base_url=fake.url))
         assert text.startswith("## Goal") and usage and usage["totalTokens"] == 15
         assert len(fake.requests) == 3
     with FakeAnthropic([("text", "cut off")]) as fake:

@@ -116,13 +116,26 @@ async def complete(
     body: dict[str, Any],
     key: str,
     *,
+    base_url: str | None = None,
+    timeout: float = 120.0,
+    on_text: Callable[[str], None] | None = None,
+) -> str:
+    """The answer's text (see `complete_with_usage`)."""
+    text, _ = await complete_with_usage(body, key, base_url=base_url, timeout=timeout, on_text=on_text)
+    return text
+
+
+async def complete_with_usage(
+    body: dict[str, Any],
+    key: str,
+    *,
     model: ModelInfo | None = None,
     base_url: str | None = None,
     timeout: float = 120.0,
     on_text: Callable[[str], None] | None = None,
 ) -> tuple[str, dict[str, Any] | None]:
-    """Stream the request (the SDK retries twice); returns the answer's text and pi's usage of it.
-    As pi 1.6.0, a cut-off answer or a tool call is a failed summary."""
+    """Stream the request (the SDK retries twice); returns the answer's text and pi's usage of it
+    (priced for `model`). As pi 1.6.0, a cut-off answer or a tool call is a failed summary."""
     try:
         final = await stream_text(body, key, url=base_url, timeout=timeout, max_retries=2, on_text=on_text)
     except Exception as e:

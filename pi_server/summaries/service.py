@@ -10,7 +10,7 @@ import pi_server.summaries.compaction as compaction
 from pi_server.llm.client import api_key
 from pi_server.llm.models import ANTHROPIC, DEFAULT_ANTHROPIC, ModelInfo
 from pi_server.summaries.branch import BranchRequest, collect_entries, finish_summary, prepare_branch_summary
-from pi_server.summaries.client import complete, request_body
+from pi_server.summaries.client import complete_with_usage, request_body
 from pi_server.summaries.extractive import extractive_summary
 
 
@@ -60,7 +60,7 @@ async def summarize(
     usage = None
     if key:
         body = request_body(model, req.prompt, thinking)
-        text, usage = await complete(body, key, model=model, timeout=timeout, base_url=base_url)
+        text, usage = await complete_with_usage(body, key, model=model, timeout=timeout, base_url=base_url)
         source = "anthropic"
     else:
         text = extractive_summary(req, entries)
@@ -92,7 +92,7 @@ async def compact(
         texts: dict[str, str] = {}
         usage = None
         for kind, body in compaction.requests(prep, model, thinking, custom).items():
-            texts[kind], used = await complete(body, key, model=model, timeout=timeout, base_url=base_url)
+            texts[kind], used = await complete_with_usage(body, key, model=model, timeout=timeout, base_url=base_url)
             usage = compaction.combine_usage(usage, used)
         return compaction.merge(prep, texts), "anthropic", usage
     texts = {}
