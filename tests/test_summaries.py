@@ -38,6 +38,8 @@ def _pairs(idx: SessionIndex, rnd: random.Random, n: int) -> list[dict[str, Any]
             p["custom"] = "focus on the files"
         if len(pairs) % 4 == 2:
             p["custom"], p["replace"] = "Just list the decisions.", True
+        if len(pairs) % 4 == 3:
+            p["model"] = "claude-opus-4-7"  # adaptive thinking, a 1M window
         pairs.append(p)
     return pairs
 
@@ -66,14 +68,15 @@ def pi_summaries(oracle16: dict[str, Any]) -> list[tuple[str, list[dict[str, Any
 
 def test_entries_request_and_result_equal_pi(pi_summaries, monkeypatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    checked = thinking = edited = 0
+    checked = thinking = edited = adaptive = 0
     with FakeAnthropic() as fake:
         for file, cases in pi_summaries:
             idx = SessionIndex.open(file)
             for case in cases:
                 where = (file, case["from"], case["to"])
+                model = ANTHROPIC[case.get("model") or MODEL.id]
                 req = prepare_branch_summary(
-                    idx, case["from"], case["to"], MODEL.context_window, case.get("custom"), bool(case.get("replace"))
+                    idx, case["from"], case["to"], model.context_window, case.get("custom"), bool(case.get("replace"))
                 )
                 assert req.entry_ids == case["entryIds"] and req.common_ancestor == case["commonAncestorId"], where
                 level = settings_at(idx, case["from"]).thinking_level
@@ -82,7 +85,7 @@ def test_entries_request_and_result_equal_pi(pi_summaries, monkeypatch) -> None:
                     continue
                 entries = idx.read_entries([idx.by_id[i] for i in req.entry_ids])
                 fake.requests.clear()
-                ours = asyncio.run(service.summarize(req, entries, MODEL, level, base_url=fake.url))
+                ours = asyncio.run(service.summarize(req, entries, model, level, base_url=fake.url))
                 if case["request"] is None:
                     assert req.prompt is None and ours.summary == case["result"]["summary"] == "No content to summarize"
                     assert not fake.requests and ours.usage is None
@@ -91,7 +94,7 @@ def test_entries_request_and_result_equal_pi(pi_summaries, monkeypatch) -> None:
                 got, want = fake.requests[0], case["request"]
                 assert got["body"] == want["body"], where
                 # the SDK orders the wire keys its own way; the body we build has pi's order
-                assert list(request_body(MODEL, req.prompt, level)) == list(want["body"]), where
+                assert list(request_body(model, req.prompt, level)) == list(want["body"]), where
                 assert got["path"].split("?")[0] == want["path"].split("?")[0] == "/v1/messages"
                 assert "cache_control" not in got["raw"].decode()
                 assert serialize_conversation(convert_to_llm(req.messages)[0]) == case["serialized"], where
@@ -101,7 +104,8 @@ def test_entries_request_and_result_equal_pi(pi_summaries, monkeypatch) -> None:
                 checked += 1
                 thinking += level not in ("off", None)
                 edited += any(e.get("type") == "context_edit" for e in entries)
-    assert checked >= 30 and thinking >= 3 and edited >= 1, (checked, thinking, edited)
+                adaptive += got["body"].get("thinking", {}).get("type") == "adaptive"
+    assert checked >= 30 and thinking >= 3 and edited >= 1 and adaptive >= 1, (checked, thinking, edited, adaptive)
 
 
 def test_errors_retries_and_the_key_never_leaks() -> None:

@@ -29,7 +29,7 @@ for (const { from, to, custom, replace, model: modelId } of JSON.parse(pairsJson
 	const { entries, commonAncestorId } = collectEntriesForBranchSummary(sm, from, to);
 	const prepared = prepareBranchEntries(entries, model.contextWindow - 16384);
 	const thinking = buildSessionContext(sm.getEntries(), from).thinkingLevel;
-	const rec = { from, to, custom, replace, entryIds: entries.map((e) => e.id), commonAncestorId, thinking,
+	const rec = { from, to, custom, replace, model: modelId, entryIds: entries.map((e) => e.id), commonAncestorId, thinking,
 		serialized: serializeConversation(convertToLlm(prepared.messages)), tokens: prepared.totalTokens,
 		messages: prepared.messages.length, result: null, entry: null };
 	if (entries.length > 0) {

@@ -31,10 +31,10 @@ for (const { leaf, keep, thinking, custom, model: modelId } of JSON.parse(casesJ
 	sm.branch(leaf);
 	const prep = prepareCompaction(sm.getBranch(), { enabled: true, reserveTokens: 16384, keepRecentTokens: keep });
 	if (!prep) {
-		out.push({ leaf, keep, thinking, custom, prep: null });
+		out.push({ leaf, keep, thinking, custom, model: modelId, prep: null });
 		continue;
 	}
-	const rec = { leaf, keep, thinking, custom, prep: { firstKeptEntryId: prep.firstKeptEntryId,
+	const rec = { leaf, keep, thinking, custom, model: modelId, prep: { firstKeptEntryId: prep.firstKeptEntryId,
 		messagesToSummarize: prep.messagesToSummarize, turnPrefixMessages: prep.turnPrefixMessages,
 		isSplitTurn: prep.isSplitTurn, tokensBefore: prep.tokensBefore, previousSummary: prep.previousSummary ?? null,
 		...computeFileLists(prep.fileOps) } };
