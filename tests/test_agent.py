@@ -101,7 +101,9 @@ async def test_tool_turn_end_to_end(env, monkeypatch) -> None:
     assert list(lines[0]) == list(made["header"]) and lines[0]["cwd"] == made["header"]["cwd"] == env["cwd"]
     assert lines[0]["id"] == Path(session).stem.split("_")[1]
     kinds = [e.get("message", {}).get("role") or e["type"] for e in lines[1:]]
-    assert kinds == ["model_change", "thinking_level_change", "user", "assistant", "toolResult", "assistant"]
+    # pi 1.6.0 records its system prompt and tool declarations before the first user message
+    assert kinds == ["model_change", "thinking_level_change", "system", "user", "assistant", "toolResult", "assistant"]
+    lines = lines[:3] + lines[4:]  # the messages after the system message, where pi 0.73.1 had them
     call = lines[4]["message"]
     assert call["stopReason"] == "toolUse" and call["api"] == "anthropic-messages" and call["provider"] == "anthropic"
     assert call["content"] == [
@@ -118,8 +120,8 @@ async def test_tool_turn_end_to_end(env, monkeypatch) -> None:
     assert second["messages"][-1]["content"][0]["type"] == "tool_result"
     assert second["messages"][-1]["content"][0]["content"] == "alpha\nbeta\n"
     sys_text = second["system"][0]["text"]
-    assert sys_text.startswith("You are an expert coding assistant operating inside pi")
-    assert sys_text.endswith(f"Current working directory: {env['cwd']}")
+    assert sys_text.startswith("You are a coding assistant running inside pi, a coding agent harness.")
+    assert sys_text.endswith(f"<cwd>\n{env['cwd']}\n</cwd>")
     assert [t["name"] for t in second["tools"]] == ["read", "grep", "find", "ls"]
     assert second["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     # pi's event sequence
@@ -131,8 +133,8 @@ async def test_tool_turn_end_to_end(env, monkeypatch) -> None:
     assert "".join(d["assistantMessageEvent"]["delta"] for d in deltas) == "It says alpha and beta."
     # pi's own SessionManager reads it and builds the context our next turn sends
     pi = run_oracle("agent_open.mjs", session)
-    assert pi["entries"] == len(lines) - 1
-    assert [m["role"] for m in pi["messages"]] == ["user", "assistant", "toolResult", "assistant"]
+    assert pi["entries"] == len(lines)  # the system message entry was left out of `lines` above
+    assert [m["role"] for m in pi["messages"]] == ["system", "user", "assistant", "toolResult", "assistant"]
     assert pi["model"] == {"provider": "anthropic", "modelId": "claude-sonnet-4-5"} and pi["thinkingLevel"] == "medium"
 
 
@@ -320,8 +322,16 @@ async def test_overload_is_retried(env) -> None:
             r = await c.call("pi/prompt", {"cwd": env["cwd"], "text": "hi"})
             evs = await finished(c, r["turnId"])
             assert time.monotonic() - t0 < 10
-    msgs = [e["message"] for e in entries(r["session"]) if e["type"] == "message"]
+    lines = entries(r["session"])
+    msgs = [e["message"] for e in lines if e["type"] == "message" and e["message"]["role"] != "system"]
     assert [m["role"] for m in msgs] == ["user", "assistant", "assistant"]
+    # as pi 1.6.0: the failed attempt stays in the file, omitted from later contexts by a context_edit
+    failed = next(e for e in lines if e.get("message", {}).get("stopReason") == "error")
+    edit = lines[lines.index(failed) + 1]
+    assert edit["type"] == "context_edit" and edit["targetId"] == failed["id"] and edit["replacement"] is None
+    assert lines[-1]["parentId"] == edit["id"]
+    pi = run_oracle("agent16_open.mjs", r["session"], pi16=True)
+    assert [m["role"] for m in pi["messages"]] == ["system", "user", "assistant"]
     assert msgs[1]["stopReason"] == "error" and "529" in msgs[1]["errorMessage"]
     assert KEY not in json.dumps(msgs)
     assert msgs[2]["stopReason"] == "stop" and msgs[2]["content"][0]["text"] == "after retry"
