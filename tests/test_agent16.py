@@ -125,3 +125,30 @@ async def test_pi073_session_gets_its_first_system_message(env) -> None:
     assert system["sections"]["cwd"] == f"<cwd>\n{cwd}\n</cwd>"
     assert lines[first_system]["parentId"] == json.loads(recorded[first_system - 1])["id"]
     assert fake.requests[0]["body"]["system"][0]["text"].startswith("You are a coding assistant running inside pi")
+
+
+async def test_editor_tools_declared_and_withdrawn(env) -> None:
+    """A client that declares editor tools gets a system patch adding them (and the prompt
+    sections that name them); a later client without them gets their removal."""
+    answers = [("sse", sse_blocks([{"type": "text", "text": f"answer {n}"}])) for n in range(3)]
+    with FakeAnthropic(answers) as fake:
+        async with server(*args(env), env=envvars(env, fake.url)) as c:
+            session = (await _prompt(c, {"cwd": env["cwd"], "text": "first"}))["session"]
+        tools = {"piTools": {"tools": ["edit", "write", "bash"]}}
+        async with server(*args(env), env=envvars(env, fake.url), experimental=tools) as c:
+            await _prompt(c, {"session": session, "text": "second"})
+            await _judge(c, session)
+        async with server(*args(env), env=envvars(env, fake.url)) as c:
+            await _prompt(c, {"session": session, "text": "third"})
+            await _judge(c, session)
+        bodies = [q["body"] for q in fake.requests]
+    lines = entries(session)
+    systems = [e["message"] for e in lines if e.get("message", {}).get("role") == "system"]
+    assert _kinds(lines)[2:] == ["system", "user", "assistant"] * 3
+    added, removed = systems[1], systems[2]
+    assert [t["name"] for t in added["toolsAdded"]] == ["bash", "edit", "write"] and "toolsRemoved" not in added
+    assert set(added["sections"]) == {"tools", "rules"} and "- edit: " in added["sections"]["tools"]
+    assert removed["toolsRemoved"] == [{"name": "bash"}, {"name": "edit"}, {"name": "write"}]
+    assert removed["sections"]["tools"] == systems[0]["sections"]["tools"] and "toolsAdded" not in removed
+    assert [t["name"] for t in bodies[1]["tools"]] == ["read", "grep", "find", "ls", "bash", "edit", "write"]
+    assert [t["name"] for t in bodies[2]["tools"]] == ["read", "grep", "find", "ls"]
