@@ -66,6 +66,7 @@ class Turn:
     key: str | None
     hooks: Hooks
     retry: RetrySettings = field(default_factory=RetrySettings)
+    written: bool = False  # the system and user messages are already in the file (a new session's first write)
     aborted: asyncio.Event = field(default_factory=asyncio.Event)
     pending_settings: list[dict[str, Any]] = field(default_factory=list)  # model/thinking asked for mid-turn
     messages: list[dict[str, Any]] = field(default_factory=list)  # this run's messages
@@ -92,9 +93,10 @@ class Turn:
             pass
         return False, None
 
-    async def _message(self, msg: dict[str, Any]) -> None:
+    async def _message(self, msg: dict[str, Any], *, write: bool = True) -> None:
         self.hooks.emit({"type": "message_start", "message": msg})
-        await self.hooks.append(msg)
+        if write:
+            await self.hooks.append(msg)
         self.hooks.emit({"type": "message_end", "message": msg})
 
     async def _assistant(self) -> dict[str, Any]:
@@ -210,9 +212,9 @@ class Turn:
         self.hooks.emit({"type": "agent_start"})
         self.hooks.emit({"type": "turn_start"})
         if self.snap.system is not None:  # pi's system patch goes before the user message
-            await self._message(self.snap.system)
+            await self._message(self.snap.system, write=not self.written)
             self.messages.append(self.snap.system)
-        await self._message(user)
+        await self._message(user, write=not self.written)
         self.messages.append(user)
         attempt = 0
         while True:
