@@ -76,7 +76,7 @@ class Turn:
         """The request body built from the transcript: its system messages carry the prompt and tools."""
         llm = self.snap.messages + self.messages
         body, _ = request_body(llm, [""] * len(llm), self.snap.model, self.snap.thinking)
-        return body if "system" in body else _with_transcript_system(body, llm)
+        return body if "system" in body or "tools" in body else _with_transcript_system(body, llm)
 
     async def _abortable(self, coro: Awaitable[Any]) -> tuple[bool, Any]:
         """Run coro unless an abort comes first: (finished, result)."""
