@@ -21,6 +21,8 @@ from pi_server.llm.anthropic import request_body
 from pi_server.llm.models import ANTHROPIC
 
 KEY = "sk-ant-api03-secret-test-key-0000"
+# seconds until a turn's first model call streams: the SDK's first import can take 15 s on a busy machine
+FIRST_CALL = 60.0
 
 
 @pytest.fixture
@@ -160,7 +162,7 @@ async def test_mid_turn_settings_and_queued_writes(env) -> None:
         async with server(*args(env), env=envvars(env, fake.url)) as c:
             r = await c.call("pi/prompt", {"cwd": env["cwd"], "text": "first"})
             session, tid = r["session"], r["turnId"]
-            await c.wait_for("pi/agentEvent", first_delta(tid))
+            await c.wait_for("pi/agentEvent", first_delta(tid), FIRST_CALL)
             user_id = entries(session)[-1]["id"]
             m = await c.call(
                 "pi/setModel", {"session": session, "provider": "anthropic", "modelId": "claude-haiku-4-5"}
@@ -203,7 +205,7 @@ async def test_abort_mid_stream(env) -> None:
         fake.chunk_delay = 0.05
         async with server(*args(env), env=envvars(env, fake.url)) as c:
             r = await c.call("pi/prompt", {"cwd": env["cwd"], "text": "go"})
-            await c.wait_for("pi/agentEvent", first_delta(r["turnId"]))
+            await c.wait_for("pi/agentEvent", first_delta(r["turnId"]), FIRST_CALL)
             assert (await c.call("pi/abort", {"session": r["session"]}))["aborted"] is True
             evs = await finished(c, r["turnId"])
     last = entries(r["session"])[-1]["message"]
@@ -219,7 +221,7 @@ async def test_kill_mid_turn_leaves_a_valid_file(env) -> None:
         fake.chunk_delay = 0.05
         async with server(*args(env), env=envvars(env, fake.url)) as c:
             r = await c.call("pi/prompt", {"cwd": env["cwd"], "text": "list"})
-            await c.wait_for("pi/agentEvent", lambda p: p["event"]["type"] == "tool_execution_end")
+            await c.wait_for("pi/agentEvent", lambda p: p["event"]["type"] == "tool_execution_end", FIRST_CALL)
             await c.wait_for(
                 "pi/agentEvent", lambda p: len(fake.requests) == 2 and p["event"]["type"] == "message_update"
             )
