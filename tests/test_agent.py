@@ -69,7 +69,7 @@ def events(c: Client, turn_id: str) -> list[dict[str, Any]]:
     return [p["event"] for m, p in c.notes if m == "pi/agentEvent" and p["turnId"] == turn_id]
 
 
-async def finished(c: Client, turn_id: str, timeout: float = 15.0) -> list[dict[str, Any]]:
+async def finished(c: Client, turn_id: str, timeout: float = FIRST_CALL) -> list[dict[str, Any]]:
     """Wait for the run's last agent_end (after any retries) and the turn's release."""
 
     def done(p: Any) -> bool:
