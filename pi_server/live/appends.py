@@ -126,6 +126,25 @@ class SessionAppender:
             self.live.leaf_id, self.live.explicit = self.live.index.last_id, False
 
 
+def first_entries(provider: str, model_id: str, level: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What pi's SessionManager holds back until the conversation starts and then writes with
+    the header in one go: the model, the thinking level, then the messages (system, user)."""
+    out: list[dict[str, Any]] = []
+    taken: set[str] = set()
+    parent: str | None = None
+    kinds: list[tuple[str, dict[str, Any]]] = [
+        ("model_change", {"provider": provider, "modelId": model_id}),
+        ("thinking_level_change", {"thinkingLevel": level}),
+    ]
+    kinds += [("message", {"message": m}) for m in messages]
+    for etype, fields in kinds:
+        eid = new_id(taken)
+        taken.add(eid)
+        out.append({"type": etype, "id": eid, "parentId": parent, "timestamp": now_iso(), **fields})
+        parent = eid
+    return out
+
+
 def checked_edit(live: LiveSession, target_id: str, replacement: dict[str, Any] | None) -> dict[str, Any] | None:
     """What pi 1.6.0's appendContextEdit accepts: omit (None) or replace the content of a
     user/assistant/toolResult message or a custom message on the active branch. Returns the
