@@ -23,6 +23,7 @@ from pi_server.store.discovery import session_info
 from pi_server.store.index import SessionIndex
 from pi_server.tree.outline import Outline, get_tree
 
+
 def _report(n: int, bad: list[cmp.Mismatch]) -> str:
     head = "\n".join(f"  {where}: {what}" for where, what in bad[:15])
     return f"{len(bad)} mismatches in {n} comparisons:\n{head}"
@@ -137,8 +138,8 @@ def test_openai_messages_equal_pi16(oracle16: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("name", ["01-agent-session.jsonl", "recorded/agent-turns-1.6.0.jsonl"])
 def test_context16_script_answers_for_one_leaf(name: str, tmp_path) -> None:
-    """tests/oracle/context16.mjs (pi 1.6.0's answers for one file and leaf) agrees with us
-    where our side is built: tokens, convertToLlm, /tree rows of every filter, SessionInfo."""
+    """tests/oracle/context16.mjs (pi 1.6.0's answers for one file and leaf) agrees with us:
+    tokens, convertToLlm, provider bodies, /tree rows of every filter, SessionInfo."""
     file = tmp_path / os.path.basename(name)
     shutil.copyfile(ROOT / "tests" / "fixtures" / "pi16" / name, file)
     idx = SessionIndex.open(str(file))
@@ -149,6 +150,10 @@ def test_context16_script_answers_for_one_leaf(name: str, tmp_path) -> None:
     assert convert_to_llm(pi["agent"])[0] == pi["llm"]
     assert set(pi["anthropic"]) == {"claude-sonnet-4-5", "claude-opus-5"}
     assert all("body" in b for b in pi["anthropic"].values())
+    ids = [str(i) for i in range(len(pi["llm"]))]
+    for model_id, b in pi["anthropic"].items():
+        assert request_body(pi["llm"], ids, ANTHROPIC[model_id], pi["thinkingLevel"], merge=False)[0] == b["body"]
+    assert openai_messages(pi["llm"], ids, OPENAI_DEFAULT)[0] == pi["openai"]["body"]["messages"]
     outline = Outline(idx)
     for filt, rows in pi["tree"].items():
         ours = get_tree(outline, leaf, filt)["rows"]
