@@ -91,13 +91,10 @@ def _budget(level: Any) -> float:
     return NAN if b is None else float(b)
 
 
-def _stream_options(
-    model: ModelInfo, level: Any, llm: list[dict[str, Any]], max_tokens: int | None = None
-) -> dict[str, Any]:
-    """streamSimple's options: max_tokens (the caller's or the model's, clamped to the room
-    the context `llm` leaves), and thinking: off, an effort, or a budget."""
-    msgs = llm
-    base = clamp_max_tokens(model, msgs, float(max_tokens or model.max_tokens))
+def _stream_options(model: ModelInfo, level: Any, msgs: list[dict[str, Any]]) -> dict[str, Any]:
+    """streamSimple's options: max_tokens (the model's, clamped to the room the context
+    `msgs` leaves), and thinking: off, an effort, or a budget."""
+    base = clamp_max_tokens(model, msgs, float(model.max_tokens))
     reasoning = _reasoning(level)
     if reasoning is None:
         return {"max_tokens": base, "thinking": False}
@@ -113,8 +110,9 @@ def _stream_options(
 
 
 def thinking_options(model: ModelInfo, level: Any, max_tokens: int | None = None) -> dict[str, Any]:
-    """max_tokens, thinking and output_config as pi's streamSimpleAnthropic sets them
-    (`max_tokens`: what the caller asked for; pi's default is the model's, capped at 32,000)."""
+    """max_tokens, thinking and output_config as pi 0.73.1's streamSimpleAnthropic set them,
+    which summary requests still follow (`max_tokens`: what the caller asked for; pi's
+    default was the model's, capped at 32,000)."""
     base = max_tokens if max_tokens else (min(model.max_tokens, 32000) if model.max_tokens > 0 else 0)
     out: dict[str, Any] = {"max_tokens": base or model.max_tokens // 3}
     reasoning = level if isinstance(level, str) and level and level != "off" else None
