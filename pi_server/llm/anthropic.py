@@ -14,6 +14,7 @@ from typing import Any
 from pi_server.llm.anthropic_messages import (
     cache_control,
     convert_messages,
+    dicts,
     merge_turns,
     norm_id,
     sanitize,
@@ -199,7 +200,7 @@ def request_body(
     tm = transform_messages(msgs, model, norm_id)
     if initial is not None:
         tm = tm[1:]
-    initial_tools = [t for t in (initial or {}).get("toolsAdded") or [] if isinstance(t, dict)]
+    initial_tools = dicts((initial or {}).get("toolsAdded"))
     native_tools = model.has(MID_SYSTEM) and model.has(MID_TOOLS) and bool(initial_tools)
     disabled = model.reasoning and not opts["thinking"] and model.thinking_level_map.get("off", 0) is not None
     effort_messages = model.has(EFFORT) and not disabled

@@ -18,6 +18,15 @@ _CACHEABLE = ("text", "image", "tool_result", "tool_addition", "tool_removal")
 ToolConverter = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 
 
+def filled(v: Any) -> bool:
+    """A string with more than white space (pi calls trim() on it; anything else counts as empty)."""
+    return isinstance(v, str) and bool(js_trim(v))
+
+
+def dicts(v: Any) -> list[dict[str, Any]]:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
 def sanitize(s: Any) -> Any:
     return _LONE.sub("", s) if isinstance(s, str) else s
 
@@ -104,7 +113,7 @@ def _user_param(c: Any) -> dict[str, Any] | None:
             blocks.append({"type": "text", "text": sanitize(b.get("text"))})
         else:
             blocks.append(image(b))
-    blocks = [b for b in blocks if b["type"] != "text" or js_trim(b["text"] or "")]
+    blocks = [b for b in blocks if b["type"] != "text" or filled(b["text"])]
     return {"role": "user", "content": blocks} if blocks else None
 
 
@@ -112,8 +121,8 @@ def _thinking(b: dict[str, Any]) -> dict[str, Any] | None:
     if b.get("redacted"):
         return {"type": "redacted_thinking", "data": b.get("thinkingSignature")}
     sig = b.get("thinkingSignature")
-    signed = bool(sig) and bool(js_trim(sig))
-    if not js_trim(b.get("thinking") or "") and not signed:
+    signed = filled(sig)
+    if not filled(b.get("thinking")) and not signed:
         return None
     if not signed:
         # an unsigned thinking block (an aborted stream) goes as text
@@ -126,7 +135,7 @@ def _assistant_param(content: list[dict[str, Any]]) -> dict[str, Any] | None:
     for b in content:
         t = b.get("type")
         if t == "text":
-            if js_trim(b.get("text") or ""):
+            if filled(b.get("text")):
                 blocks.append({"type": "text", "text": sanitize(b.get("text"))})
         elif t == "thinking":
             if (th := _thinking(b)) is not None:
@@ -145,10 +154,10 @@ def _system_param(m: dict[str, Any], tools: ToolConverter | None) -> dict[str, A
     if text:
         blocks.append({"type": "text", "text": sanitize(text)})
     if tools is not None:
-        added = [t for t in m.get("toolsAdded") or [] if isinstance(t, dict)]
+        added = dicts(m.get("toolsAdded"))
         redefined = {t.get("name") for t in added}
-        for t in m.get("toolsRemoved") or []:
-            if isinstance(t, dict) and t.get("name") not in redefined:
+        for t in dicts(m.get("toolsRemoved")):
+            if t.get("name") not in redefined:
                 blocks.append({"type": "tool_removal", "tool": {"type": "tool_reference", "name": t.get("name")}})
         for d in tools(added):
             blocks.append({"type": "tool_addition", "tool": {"type": "tool_definition", "definition": d}})

@@ -86,7 +86,8 @@ def message_tokens(m: dict[str, Any]) -> int:
     if role in ("user", "toolResult"):
         return _content_tokens(m.get("content"))
     chars = 0
-    for b in m.get("content") or []:
+    content = m.get("content")
+    for b in content if isinstance(content, list) else []:
         if not isinstance(b, dict):
             continue
         t = b.get("type")

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from pi_server.jsutil import js_string, js_stringify, js_trim, u16len
-from pi_server.llm.anthropic_messages import sanitize
+from pi_server.llm.anthropic_messages import filled, sanitize
 from pi_server.llm.models import ModelInfo
 from pi_server.llm.transcript import collapse_system_messages, system_message_text
 from pi_server.llm.transform import transform_messages
@@ -122,13 +122,13 @@ def _reasoning_details(thinking: list[dict[str, Any]], calls: list[dict[str, Any
 def _assistant(m: dict[str, Any]) -> dict[str, Any] | None:
     blocks = [b for b in m.get("content") or [] if isinstance(b, dict)]
     msg: dict[str, Any] = {"role": "assistant", "content": None}
-    text = "".join(sanitize(b.get("text")) for b in blocks if b.get("type") == "text" and js_trim(b.get("text") or ""))
+    text = "".join(sanitize(b.get("text")) for b in blocks if b.get("type") == "text" and filled(b.get("text")))
     thinking = [b for b in blocks if b.get("type") == "thinking"]
     calls = [b for b in blocks if b.get("type") == "toolCall"]
     details = _reasoning_details(thinking, calls)
     if text:
         msg["content"] = text
-    nonempty = [b for b in thinking if js_trim(b.get("thinking") or "")]
+    nonempty = [b for b in thinking if filled(b.get("thinking"))]
     if nonempty and details is None:
         sig = nonempty[0].get("thinkingSignature")
         if sig in _REASONING_FIELDS:
