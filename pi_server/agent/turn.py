@@ -17,9 +17,8 @@ from typing import Any
 
 from pi_server.agent.stream import call_model, empty_message, strip_scratch
 from pi_server.agent.tools import LOCAL_TOOLS, ToolError, error_result, resolve_in_cwd, run_tool
-from pi_server.llm.anthropic import cache_control, request_body
+from pi_server.llm.anthropic import request_body
 from pi_server.llm.models import ModelInfo
-from pi_server.llm.transcript import current_system_message, current_tools, system_message_text
 
 # pi's AgentSession._isRetryableError
 _RETRYABLE = re.compile(
@@ -76,7 +75,7 @@ class Turn:
         """The request body built from the transcript: its system messages carry the prompt and tools."""
         llm = self.snap.messages + self.messages
         body, _ = request_body(llm, [""] * len(llm), self.snap.model, self.snap.thinking)
-        return body if "system" in body or "tools" in body else _with_transcript_system(body, llm)
+        return body
 
     async def _abortable(self, coro: Awaitable[Any]) -> tuple[bool, Any]:
         """Run coro unless an abort comes first: (finished, result)."""
@@ -258,34 +257,3 @@ class Turn:
             self.hooks.emit({"type": "turn_start"})
 
 
-def _with_transcript_system(body: dict[str, Any], llm: list[dict[str, Any]]) -> dict[str, Any]:
-    """The replayed system message's prompt and tools, as pi-ai's Anthropic provider sends them,
-    for a request builder that leaves system messages out."""
-    system = current_system_message(llm)
-    if system is None:
-        return body
-    cache = cache_control()
-    out: dict[str, Any] = {k: body[k] for k in ("model", "messages", "max_tokens", "stream")}
-    text = system_message_text(system)
-    if text:
-        out["system"] = [{"type": "text", "text": text, "cache_control": cache}]
-    tools = current_tools(llm)
-    if tools:
-        out["tools"] = [_tool_param(t) for t in tools]
-        out["tools"][-1]["cache_control"] = dict(cache)
-    out.update({k: v for k, v in body.items() if k not in out})
-    return out
-
-
-def _tool_param(tool: dict[str, Any]) -> dict[str, Any]:
-    """pi-ai's convertTools: name, description, input_schema {type, properties, required}."""
-    schema = tool.get("parameters") or {}
-    return {
-        "name": tool.get("name"),
-        "description": tool.get("description"),
-        "input_schema": {
-            "type": "object",
-            "properties": schema.get("properties", {}),
-            "required": schema.get("required", []),
-        },
-    }

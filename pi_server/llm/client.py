@@ -81,7 +81,7 @@ async def _loaded() -> None:
 
 
 def _params(body: dict[str, Any]) -> dict[str, Any]:
-    # the SDK sets "stream" itself
+    # the SDK sets "stream" itself; `betas` goes out as the anthropic-beta header
     return {k: v for k, v in body.items() if k != "stream"}
 
 
@@ -97,7 +97,7 @@ async def stream_text(
     """Stream `body` with the SDK's message helper; returns the final message."""
     await _loaded()
     client = client_for(key, url, max_retries=max_retries)
-    async with client.messages.stream(**_params(body), timeout=timeout) as stream:
+    async with client.beta.messages.stream(**_params(body), timeout=timeout) as stream:
         async for text in stream.text_stream:
             if on_text is not None:
                 on_text(text)
@@ -109,7 +109,8 @@ async def stream_events(body: dict[str, Any], key: str, *, timeout: float, max_r
     """The raw server-sent events of `body`; the stream is closed on exit, also on cancellation."""
     await _loaded()
     client = client_for(key, max_retries=max_retries)
-    stream = await client.messages.create(**_params(body), stream=True, timeout=timeout)
+    # the beta endpoint, as pi-ai's: it takes the body's `betas` (interleaved thinking, inline tools)
+    stream = await client.beta.messages.create(**_params(body), stream=True, timeout=timeout)
     try:
         yield stream
     finally:
