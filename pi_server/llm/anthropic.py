@@ -165,10 +165,14 @@ def merge_turns(params: list[dict[str, Any]], pids: list) -> tuple[list, list]:
     """Merge consecutive same-role messages (content as block lists)."""
     out: list[dict[str, Any]] = []
     oids: list = []
+    owned: set[int] = set()  # merged messages whose content list is ours: extended in place (linear)
     for m, eid in zip(params, pids, strict=True):
         if out and out[-1]["role"] == m["role"]:
             prev = out[-1]
-            prev["content"] = _blocks(prev["content"]) + _blocks(m["content"])
+            if len(out) - 1 not in owned:
+                prev["content"] = _blocks(prev["content"])
+                owned.add(len(out) - 1)
+            prev["content"].extend(_blocks(m["content"]))
             continue
         out.append({"role": m["role"], "content": m["content"]})
         oids.append(eid)
