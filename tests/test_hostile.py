@@ -218,8 +218,11 @@ async def test_hostile_store(tmp_path: Path) -> None:
             if kind == "error" and got not in DOCUMENTED:
                 failures.append(f"{name} documentSymbol: {got}")
         for bad in ("x\x00.jsonl", str(root / "--fifo--" / "x\x00.jsonl")):
-            kind, got = await _call(c, "pi/getTree", {"session": bad})
-            assert kind == "error" and got in DOCUMENTED, (bad, got)
+            for method in ("pi/getTree", "pi/buildContext", "pi/getEntry", "pi/setLabel"):
+                kind, got = await _call(c, method, {"session": bad, "id": "x", "targetId": "x", "label": "l"})
+                assert kind == "error" and got in DOCUMENTED, (bad, method, got)
+            kind, got = await _symbols(c, Path(bad).absolute())
+            assert kind == "ok" and got == [], got
         # the entry with a lone surrogate is kept, as pi's JSON.parse keeps it
         kind, tree = await _call(c, "pi/getTree", {"session": str(made["lone-surrogate"]), "filter": "all"})
         assert kind == "ok" and "ffff0001" in {r["id"] for r in tree["rows"]}
