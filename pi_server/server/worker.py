@@ -11,6 +11,7 @@ while requests keep coming.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -21,6 +22,8 @@ from typing import Any
 REQUEST = 0
 BACKGROUND = 1
 STARVE_S = 0.1
+SLOW_S = 0.5
+log = logging.getLogger("pi_server")
 
 
 class CoreWorker(Executor):
@@ -68,12 +71,16 @@ class CoreWorker(Executor):
             _, fut, fn, args, kwargs = item
             if not fut.set_running_or_notify_cancel():
                 continue
+            start = time.monotonic()
             try:
                 result = fn(*args, **kwargs)
             except BaseException as e:  # handed to the caller, as the standard pool does
                 fut.set_exception(e)
             else:
                 fut.set_result(result)
+            took = time.monotonic() - start
+            if took > SLOW_S:  # what holds the worker (and every request queued behind it)
+                log.info("core call %s took %.2f s", getattr(fn, "__qualname__", fn), took)
 
     def _at_exit(self) -> None:
         with self._cv:
