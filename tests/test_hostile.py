@@ -297,3 +297,26 @@ def test_line_too_long_is_skipped_with_a_diagnostic(tmp_path: Path, monkeypatch:
         fh.write(b"\n" + _entry(v, message=_user("after")).encode() + b"\n")
     appended, reset = idx.refresh()
     assert appended == ["ffff0001"] and not reset
+
+
+def test_deep_comb_gutters_are_shared_and_windows_cut_at_the_gutter_budget(tmp_path: Path) -> None:
+    from pi_server.store.index import SessionIndex
+    from pi_server.tree import outline
+
+    f = tmp_path / "comb.jsonl"
+    _chain(f, _valid(), 1_000, comb=True)
+    out = outline.Outline(SessionIndex.open(str(f)))
+    lay = out.layout(None, "all", "", frozenset())
+    assert len(lay.nodes.up) < 2 * len(lay.rows)  # one gutter node per branch, not one per level per row
+    whole = outline.get_tree(out, None, "all")
+    assert whole["total"] == 2_000 and sum(len(r["gutters"]) for r in whole["rows"]) <= outline.MAX_GUTTERS
+    deepest = max(whole["rows"], key=lambda r: r["indent"])
+    assert [g["position"] for g in deepest["gutters"]] == list(range(len(deepest["gutters"])))
+    # a client pages on from where the window was cut and reaches every row
+    seen, offset = 0, 0
+    while offset < whole["total"]:
+        page = outline.get_tree(out, None, "all", offset=offset)
+        assert page["rows"]
+        seen += len(page["rows"])
+        offset += len(page["rows"])
+    assert seen == whole["total"] and len(whole["rows"]) < whole["total"]
