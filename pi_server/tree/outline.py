@@ -380,9 +380,11 @@ def get_tree(
     return {"leafId": leaf_id, "total": total, "offset": offset, "rows": rows}
 
 
-# The most gutters one answer holds: on a tree thousands of levels deep each row carries a
-# gutter per level, so a window is cut short there (at least one row) and clients page on.
+# The most gutters one answer holds beyond its first MIN_ROWS rows: on a tree thousands of
+# levels deep each row carries a gutter per level, so a long window (no `limit`) is cut short
+# there and clients page on; a page of up to MIN_ROWS rows is never cut.
 MAX_GUTTERS = 100_000
+MIN_ROWS = 1_000
 
 
 def _within_budget(lay: Layout, offset: int, end: int) -> list[int]:
@@ -391,7 +393,7 @@ def _within_budget(lay: Layout, offset: int, end: int) -> list[int]:
     count, gutters = lay.nodes.count, lay.gutters
     for r in range(offset, end):
         total += count(gutters[r])
-        if total > MAX_GUTTERS and out:
+        if total > MAX_GUTTERS and len(out) >= MIN_ROWS:
             break
         out.append(r)
     return out
