@@ -22,8 +22,6 @@ from pygls.exceptions import JsonRpcException
 
 SAMPLES = Path(__file__).resolve().parent.parent / "pi_server" / "samples"
 LIMIT = 5.0
-# Deep trees (a 20,000-entry chain, a 3,000-level comb: `_chain`) do not answer every method
-# within the limit yet (tree gutters and nested document symbols are super-linear): not listed.
 NO_SYMBOLS: set[str] = set()
 DOCUMENTED = {-32001, -32002, -32003, -32602}
 READS: list[tuple[str, dict[str, Any]]] = [
@@ -150,6 +148,8 @@ CASES: dict[str, Callable[[Path, list[str]], None]] = {
         ("\n".join(v) + "\n" + _entry(v, message=_user("Q")) + "\n").encode().replace(b'"Q"', b'"\xff\xfe"')
     ),
     "header-not-object": lambda p, v: _write(p, ["[1,2]", *v[1:]]),
+    "chain-20k": _chain,
+    "comb-3000": lambda p, v: _chain(p, v, 3_000, comb=True),
     "duplicate-and-cycle": lambda p, v: _write(
         p,
         [
@@ -218,8 +218,11 @@ async def test_hostile_store(tmp_path: Path) -> None:
             if kind == "error" and got not in DOCUMENTED:
                 failures.append(f"{name} documentSymbol: {got}")
         for bad in ("x\x00.jsonl", str(root / "--fifo--" / "x\x00.jsonl")):
-            kind, got = await _call(c, "pi/getTree", {"session": bad})
-            assert kind == "error" and got in DOCUMENTED, (bad, got)
+            for method in ("pi/getTree", "pi/buildContext", "pi/getEntry", "pi/setLabel"):
+                kind, got = await _call(c, method, {"session": bad, "id": "x", "targetId": "x", "label": "l"})
+                assert kind == "error" and got in DOCUMENTED, (bad, method, got)
+            kind, got = await _symbols(c, Path(bad).absolute())
+            assert kind == "ok" and got == [], got
         # the entry with a lone surrogate is kept, as pi's JSON.parse keeps it
         kind, tree = await _call(c, "pi/getTree", {"session": str(made["lone-surrogate"]), "filter": "all"})
         assert kind == "ok" and "ffff0001" in {r["id"] for r in tree["rows"]}
@@ -294,3 +297,28 @@ def test_line_too_long_is_skipped_with_a_diagnostic(tmp_path: Path, monkeypatch:
         fh.write(b"\n" + _entry(v, message=_user("after")).encode() + b"\n")
     appended, reset = idx.refresh()
     assert appended == ["ffff0001"] and not reset
+
+
+def test_deep_comb_gutters_are_shared_and_windows_cut_at_the_gutter_budget(tmp_path: Path) -> None:
+    from pi_server.store.index import SessionIndex
+    from pi_server.tree import outline
+
+    f = tmp_path / "comb.jsonl"
+    _chain(f, _valid(), 1_000, comb=True)
+    out = outline.Outline(SessionIndex.open(str(f)))
+    lay = out.layout(None, "all", "", frozenset())
+    assert len(lay.nodes.up) < 2 * len(lay.rows)  # one gutter node per branch, not one per level per row
+    whole = outline.get_tree(out, None, "all")
+    # the first 1,000 rows (the chain, 0 to 999 gutters each) are past the budget: cut right there
+    assert whole["total"] == 2_000 and len(whole["rows"]) == outline.MIN_ROWS
+    assert sum(len(r["gutters"]) for r in whole["rows"]) > outline.MAX_GUTTERS
+    deepest = max(whole["rows"], key=lambda r: r["indent"])
+    assert [g["position"] for g in deepest["gutters"]] == list(range(len(deepest["gutters"])))
+    # a client pages on from where the window was cut and reaches every row
+    seen, offset = 0, 0
+    while offset < whole["total"]:
+        page = outline.get_tree(out, None, "all", offset=offset)
+        assert page["rows"]
+        seen += len(page["rows"])
+        offset += len(page["rows"])
+    assert seen == whole["total"] and len(whole["rows"]) < whole["total"]

@@ -177,10 +177,10 @@ class Registry:
                 yield
                 t0 = time.monotonic()
 
-        def describe(path: str, q: str | None) -> dict[str, Any] | None:
-            return described[path] if path in described else self._describe(path, q)
-
-        return list_sessions(self.roots, cwd=cwd, query=query, limit=limit, describe=describe)
+        # the files just walked, not a second walk: the last step stays short
+        return list_sessions(
+            self.roots, cwd=cwd, query=query, limit=limit, describe=lambda p, q: described[p], paths=list(described)
+        )
 
     def _describe(self, path: str, query: str | None) -> dict[str, Any] | None:
         """One file's SessionInfo (None: skip it); a file that fails is skipped, never the listing."""

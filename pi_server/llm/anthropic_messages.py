@@ -261,10 +261,14 @@ def merge_turns(params: list[dict[str, Any]], pids: list) -> tuple[list, list]:
     messages stay apart, as each may carry its own output_config."""
     out: list[dict[str, Any]] = []
     oids: list = []
+    owned: set[int] = set()  # merged messages whose content list is ours: extended in place (linear)
     for m, eid in zip(params, pids, strict=True):
         if out and out[-1]["role"] == m["role"] != "system":
             prev = out[-1]
-            prev["content"] = _blocks(prev["content"]) + _blocks(m["content"])
+            if len(out) - 1 not in owned:
+                prev["content"] = _blocks(prev["content"])
+                owned.add(len(out) - 1)
+            prev["content"].extend(_blocks(m["content"]))
             continue
         out.append({k: v for k, v in m.items()})
         oids.append(eid)

@@ -13,6 +13,7 @@ from lsprotocol import types as lsp
 from watchfiles import Change, awatch
 
 from pi_server.server import errors, notify
+from pi_server.server.worker import BACKGROUND
 
 log = logging.getLogger("pi_server")
 PiServer = Any  # server.base.PiServer, which starts this work (so this module cannot import it)
@@ -99,7 +100,7 @@ async def initial_index(ls: PiServer) -> None:
     start = time.monotonic()
     for i, path in enumerate(files):
         try:
-            while not await ls.core(reg.index_step, path):
+            while not await ls.core(reg.index_step, path, priority=BACKGROUND):
                 pass
         except errors.PiError:
             pass

@@ -116,17 +116,19 @@ def list_sessions(
     query: str | None = None,
     limit: int | None = None,
     describe: Callable[[str, str | None], dict[str, Any] | None] | None = None,
+    paths: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """SessionInfo for every session under the roots matching `query`, newest `modified` first;
     with `cwd`, only the sessions whose header names that directory.
 
     `describe(path, query)` gives one file's SessionInfo, or None to leave it out
-    (not a session, or no match); by default each file is indexed afresh.
+    (not a session, or no match); by default each file is indexed afresh. `paths`: the
+    files under the roots when the caller has just walked them.
     """
     describe = describe or _describe_fresh
     want_cwd = resolve_cwd(cwd) if cwd is not None else None
     out = []
-    for path in iter_session_files(roots):
+    for path in iter_session_files(roots) if paths is None else paths:
         info = describe(path, query)
         if info is None or (want_cwd is not None and not _same_cwd(info["cwd"], want_cwd)):
             continue

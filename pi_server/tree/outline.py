@@ -24,24 +24,54 @@ _SETTINGS = frozenset(("label", "context_edit", "custom", "model_change", "think
 
 
 @dataclass(slots=True)
+class Gutters:
+    """Every row's gutters as one shared tree of nodes (a row's list is its node's path up):
+    linear in the tree however deep it is, where a list per row costs depth² on a deep tree."""
+
+    position: list[int]
+    show: list[bool]
+    up: list[int]  # the enclosing node, -1 for none
+    size: list[int]  # gutters on the path up, this node included
+
+    def add(self, position: int, show: bool, up: int) -> int:
+        self.position.append(position)
+        self.show.append(show)
+        self.up.append(up)
+        self.size.append(1 + (self.size[up] if up != -1 else 0))
+        return len(self.up) - 1
+
+    def count(self, node: int) -> int:
+        return self.size[node] if node != -1 else 0
+
+    def json(self, node: int) -> list[dict[str, Any]]:
+        out = []
+        while node != -1:
+            out.append({"position": self.position[node], "show": self.show[node]})
+            node = self.up[node]
+        out.reverse()
+        return out
+
+
+@dataclass(slots=True)
 class Layout:
     rows: list[int]  # positions, in display order
     indent: list[int]  # display indent per row
     connector: list[str]
-    gutters: list[tuple[tuple[int, bool], ...]]
+    gutters: list[int]  # gutter node per row (-1: none)
+    nodes: Gutters
     children: dict[int, list[int]]  # visible children per position (-1: roots)
     vparent: dict[int, int]  # visible parent per position (-1: root)
     multiple_roots: bool
     _gjson: dict[int, list[dict[str, Any]]] | None = None
 
     def gutters_json(self, row: int) -> list[dict[str, Any]]:
-        """Rows share gutter tuples with their siblings; build each JSON list once."""
+        """Rows share gutter nodes with their siblings; build each JSON list once."""
         g = self.gutters[row]
         if self._gjson is None:
             self._gjson = {}
-        hit = self._gjson.get(id(g))
+        hit = self._gjson.get(g)
         if hit is None:
-            hit = self._gjson[id(g)] = [{"position": p, "show": s} for p, s in g]
+            hit = self._gjson[g] = self.nodes.json(g)
         return hit  # shared between rows: rows are read-only results
 
 
@@ -249,10 +279,11 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
     multiple = len(vroots) > 1
     indent = [0] * n
     connector = [""] * n
-    gutters: list[tuple[tuple[int, bool], ...]] = [()] * n
-    stack: list[tuple[int, int, bool, bool, bool, tuple[tuple[int, bool], ...], bool]] = []
+    gutters = [-1] * n
+    nodes = Gutters([], [], [], [])
+    stack: list[tuple[int, int, bool, bool, bool, int, bool]] = []
     for i in range(len(vroots) - 1, -1, -1):
-        stack.append((vroots[i], 1 if multiple else 0, multiple, multiple, i == len(vroots) - 1, (), multiple))
+        stack.append((vroots[i], 1 if multiple else 0, multiple, multiple, i == len(vroots) - 1, -1, multiple))
     get_kids = children.get
     while stack:
         pos, ind, just_branched, show_conn, is_last, gut, virtual_child = stack.pop()
@@ -263,7 +294,7 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
             gutters[pos] = gut
             if shown:
                 connector[pos] = "└─" if is_last else "├─"
-                gut = gut + ((display - 1 if display > 0 else 0, not is_last),)  # for the children
+                gut = nodes.add(display - 1 if display > 0 else 0, not is_last, gut)  # for the children
             kids = get_kids(pos)
             if not kids:
                 break
@@ -279,6 +310,7 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
         indent=[indent[p] for p in visible],
         connector=[connector[p] for p in visible],
         gutters=[gutters[p] for p in visible],
+        nodes=nodes,
         children=children,
         vparent={p: nva[p] for p in visible},
         multiple_roots=multiple,
@@ -312,7 +344,7 @@ def get_tree(
     total = len(lay.rows)
     offset = max(0, min(offset, total))
     end = total if limit is None else min(total, offset + max(0, limit))
-    window = list(range(offset, end))
+    window = _within_budget(lay, offset, end)
     positions = [lay.rows[r] for r in window]
     entries = read_for_titles(idx, positions)
     order, active = outline.flat(leaf)
@@ -346,6 +378,25 @@ def get_tree(
             row["label"] = label
         rows.append(row)
     return {"leafId": leaf_id, "total": total, "offset": offset, "rows": rows}
+
+
+# The most gutters one answer holds beyond its first MIN_ROWS rows: on a tree thousands of
+# levels deep each row carries a gutter per level, so a long window (no `limit`) is cut short
+# there and clients page on; a page of up to MIN_ROWS rows is never cut.
+MAX_GUTTERS = 100_000
+MIN_ROWS = 1_000
+
+
+def _within_budget(lay: Layout, offset: int, end: int) -> list[int]:
+    out: list[int] = []
+    total = 0
+    count, gutters = lay.nodes.count, lay.gutters
+    for r in range(offset, end):
+        total += count(gutters[r])
+        if total > MAX_GUTTERS and len(out) >= MIN_ROWS:
+            break
+        out.append(r)
+    return out
 
 
 def render_text(result: dict[str, Any]) -> list[str]:
