@@ -4,6 +4,7 @@ fake replaying the replies of the recorded pi 1.6.0 run, pi 1.6.0's SessionManag
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,13 @@ def _replies() -> list[tuple[str, list[bytes]]]:
     return out
 
 
+def _same_run(body: dict[str, Any], cwd: str) -> Any:
+    """A request body with what differs between two runs of the same turns made neutral:
+    the working folder and the fake's tool call ids."""
+    text = json.dumps(body).replace(json.dumps(cwd)[1:-1], "<cwd>")
+    return json.loads(re.sub(r"toolu_fake_[0-9_]+", "toolu_fake", text))
+
+
 def _kinds(lines: list[dict[str, Any]]) -> list[str]:
     return [e.get("message", {}).get("role") or e["type"] for e in lines if e["type"] != "session"]
 
@@ -68,6 +76,10 @@ async def _judge(c: Client, session: str) -> None:
 
 async def test_new_session_as_recorded(env) -> None:
     Path(env["cwd"], "README.md").write_text("# Demo\n\nA demo project used to record a pi turn.\n")
+    # the recording's pi ran with these global settings: a new session takes its model and level from them
+    Path(env["home"], "agent").mkdir(parents=True)
+    settings = {"defaultProvider": "anthropic", "defaultModel": "claude-sonnet-4-5", "defaultThinkingLevel": "off"}
+    Path(env["home"], "agent", "settings.json").write_text(json.dumps(settings))
     with FakeAnthropic(_replies()) as fake:
         async with server(*args(env), env=envvars(env, fake.url)) as c:
             r = await _prompt(c, {"cwd": env["cwd"], "text": "Read README.md and tell me what it says."})
@@ -81,6 +93,13 @@ async def test_new_session_as_recorded(env) -> None:
             await _prompt(c, {"session": session, "text": "Read README.md again, but only the first line."})
             await _judge(c, session)
         bodies = [q["body"] for q in fake.requests]
+        betas = [q["headers"].get("anthropic-beta") for q in fake.requests]
+    # the requests of the three prompts before the branch switch are pi 1.6.0's, header and body
+    sent = [json.loads(x) for x in (RECORDED / "requests-1.6.0.jsonl").read_text().splitlines()][:4]
+    assert betas[:4] == [q["headers"].get("anthropic-beta") for q in sent]
+    assert [q["path"] for q in fake.requests[:4]] == [q["path"] for q in sent]
+    for ours, theirs in zip(bodies, sent, strict=False):
+        assert _same_run(ours, env["cwd"]) == _same_run(theirs["body"], "/home/dev/project")
     lines = entries(session)
     recorded = [json.loads(x) for x in (RECORDED / "agent-turns-1.6.0.jsonl").read_text().splitlines()]
     first_compaction = next(i for i, e in enumerate(recorded) if e["type"] == "compaction")
@@ -150,5 +169,5 @@ async def test_editor_tools_declared_and_withdrawn(env) -> None:
     assert set(added["sections"]) == {"tools", "rules"} and "- edit: " in added["sections"]["tools"]
     assert removed["toolsRemoved"] == [{"name": "bash"}, {"name": "edit"}, {"name": "write"}]
     assert removed["sections"]["tools"] == systems[0]["sections"]["tools"] and "toolsAdded" not in removed
-    assert [t["name"] for t in bodies[1]["tools"]] == ["read", "grep", "find", "ls", "bash", "edit", "write"]
-    assert [t["name"] for t in bodies[2]["tools"]] == ["read", "grep", "find", "ls"]
+    assert [t["name"] for t in bodies[1]["tools"]] == ["read", "ls", "grep", "find", "bash", "edit", "write"]
+    assert [t["name"] for t in bodies[2]["tools"]] == ["read", "ls", "grep", "find"]

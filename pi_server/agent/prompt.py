@@ -6,12 +6,9 @@ import os
 from datetime import datetime
 
 from pi_server.agent.tooldefs import TOOL_DEFS
+from pi_server.store.discovery import agent_dir
 
 _CONTEXT_NAMES = ("AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
-
-
-def agent_dir() -> str:
-    return os.environ.get("PI_CODING_AGENT_DIR") or os.path.join(os.path.expanduser("~"), ".pi", "agent")
 
 
 def _pi_package_dir() -> str:

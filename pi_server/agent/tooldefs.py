@@ -193,7 +193,8 @@ TOOL_DEFS: dict[str, dict[str, Any]] = {
     },
 }
 
-# pi's order when tools are listed in the system prompt
-TOOL_ORDER = ["read", "bash", "edit", "write", "grep", "find", "ls"]
+# pi 1.6.0 declares tools in the order it is given them: pi's defaults (read, bash, edit, write),
+# then the read-only ones as pi's own recorded read-only run lists them (ls, grep, find)
+TOOL_ORDER = ["read", "bash", "edit", "write", "ls", "grep", "find"]
 READ_ONLY = ("read", "grep", "find", "ls")
 CLIENT_TOOLS = ("edit", "write", "bash")

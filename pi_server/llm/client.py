@@ -23,6 +23,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from pi_server.store.discovery import agent_dir
+
 if TYPE_CHECKING:
     import anthropic
 
@@ -36,9 +38,8 @@ def api_key() -> str | None:
     key = os.environ.get("ANTHROPIC_API_KEY")
     if key:
         return key
-    agent = os.environ.get("PI_CODING_AGENT_DIR") or os.path.join(os.path.expanduser("~"), ".pi", "agent")
     try:
-        with open(os.path.join(agent, "auth.json")) as f:
+        with open(os.path.join(agent_dir(), "auth.json")) as f:
             auth = json.load(f)
     except (OSError, ValueError):
         return None
@@ -81,8 +82,9 @@ async def _loaded() -> None:
 
 
 def _params(body: dict[str, Any]) -> dict[str, Any]:
-    # the SDK sets "stream" itself; `betas` goes out as the anthropic-beta header
-    return {k: v for k, v in body.items() if k != "stream"}
+    # the SDK sets "stream" itself; `betas` goes out as the anthropic-beta header; the query
+    # marks the beta endpoint as pi's JS SDK does
+    return {**{k: v for k, v in body.items() if k != "stream"}, "extra_query": {"beta": "true"}}
 
 
 async def stream_text(

@@ -15,12 +15,15 @@ from pi_server.store.index import NotASession, SessionIndex
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
 
 
+def agent_dir() -> str:
+    """pi's agent folder: `$PI_CODING_AGENT_DIR`, else `~/.pi/agent` (sessions, settings, auth)."""
+    agent = os.environ.get("PI_CODING_AGENT_DIR")
+    return os.path.expanduser(agent) if agent else os.path.join(os.path.expanduser("~"), ".pi", "agent")
+
+
 def default_roots() -> list[str]:
     """`$PI_CODING_AGENT_DIR/sessions`, else `~/.pi/agent/sessions` (as pi)."""
-    agent = os.environ.get("PI_CODING_AGENT_DIR")
-    if agent:
-        return [os.path.join(os.path.expanduser(agent), "sessions")]
-    return [os.path.join(os.path.expanduser("~"), ".pi", "agent", "sessions")]
+    return [os.path.join(agent_dir(), "sessions")]
 
 
 def resolve_roots(dirs: list[str] | None) -> tuple[list[str], bool]:

@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from pi_server.agent.defaults import new_session_defaults
 from pi_server.agent.system16 import system_update
 from pi_server.agent.tooldefs import READ_ONLY, TOOL_ORDER
 from pi_server.agent.turn import Hooks, RetrySettings, Snapshot, Turn
@@ -25,7 +26,6 @@ from pi_server.server.rpc import pi_method
 from pi_server.tree.paths import path_to
 
 log = logging.getLogger("pi_server")
-DEFAULT_THINKING = "medium"  # pi's DEFAULT_THINKING_LEVEL for a new session
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,12 @@ async def prompt(ls: PiServer, p: params.Prompt) -> PromptResult:
         reg = ls.registry
         if p.session is None:  # pi writes the file once the conversation starts: with the user message
             system = system_update([], p.cwd or "", tools, now)
-            first = first_entries(
-                "anthropic", anthropic_model(None).id, DEFAULT_THINKING, [m for m in (system, user) if m]
-            )
+            model, level = new_session_defaults()
+            first = first_entries("anthropic", model.id, level, [m for m in (system, user) if m])
             live = reg.get(reg.new_session(p.cwd or "", first))
             reg.turns[live.path] = turn_id
-            return live, {"messages": [], "model": None, "thinkingLevel": DEFAULT_THINKING}, p.cwd or "", system
+            chosen = {"provider": "anthropic", "modelId": model.id}
+            return live, {"messages": [], "model": chosen, "thinkingLevel": level}, p.cwd or "", system
         live = reg.get(p.session)
         if reg.busy(live):
             raise errors.Busy(f"a turn is already running in {live.path}")
