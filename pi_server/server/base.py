@@ -32,6 +32,7 @@ from pi_server.live.registry import Registry
 from pi_server.server import background, errors
 from pi_server.server.options import Options
 from pi_server.server.rpc import PI_METHODS
+from pi_server.server.wire import EncodedResults
 from pi_server.store.discovery import resolve_roots
 from pi_server.store.state import StateDir
 from pi_server.store.writer import WriteFailed as CoreWriteFailed
@@ -62,7 +63,7 @@ def converter_factory() -> Any:
     return conv
 
 
-class PiProtocol(LanguageServerProtocol):
+class PiProtocol(EncodedResults, LanguageServerProtocol):
     @lsp_method(lsp.INITIALIZE)
     def lsp_initialize(self, params: lsp.InitializeParams) -> Any:
         result = yield from super().lsp_initialize(params)
