@@ -35,8 +35,11 @@ def session_rows(main: dict[str, list[dict[str, Any]]]) -> list[str]:
     first, first_io = med(us, "firstAnswerSeconds"), med(io, "firstAnswerFromSpawnSeconds")
     init = med(io, "initializeSeconds")
     rss16, rss73, rss_io = med(p16, "rssBytes"), med(p73, "rssBytes"), med(io, "rssBytes")
+    init1, first_req = med(io, "initializeFirstSeconds"), med(io, "firstRequestAfterSpawnSeconds")
     rows = [
         ("start-up: spawn → `initialize` reply over stdio", "—", "—", ms(init), "—", "≤ 150 ms", verdict(init, 0.150)),
+        ("start-up, first start with a new state dir or client set-up", "—", "—", ms(init1), "—", "—", "—"),
+        ("start-up: spawn → first `pi/listSessions` answer (empty store)", "—", "—", ms(first_req), "—", "—", "—"),
         (
             "cold index + first answer (200-row `/tree` window at the leaf + the leaf's context), "
             "start-up excluded; pi: open + context + tree",

@@ -113,7 +113,10 @@ def main() -> int:
     ap.add_argument("--no-daemon", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="quick check that everything runs")
     ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    ap.add_argument("--render", action="store_true", help="only render the last run's figures again")
     args = ap.parse_args()
+    if args.render:
+        return write(json.loads((Path(args.work) / "last-run.json").read_text()), args.write)
     if args.smoke:
         args.runs, args.main, args.sizes = 1, 10_000, "10000"
     work = Path(args.work)
@@ -138,12 +141,22 @@ def main() -> int:
         "mainBytes": main_path.stat().st_size,
         "sizes": {n: (work / f"session-{n}-1.jsonl").stat().st_size for n in scale},
     }
-    text = report.render(meta, main_runs, scale, daemon)
-    print(text)
+    run = {"meta": meta, "main": main_runs, "scale": scale, "daemon": daemon}
     raw = work / "last-run.json"
-    raw.write_text(json.dumps({"meta": meta, "main": main_runs, "scale": scale, "daemon": daemon}))
+    raw.write_text(json.dumps(run))
     print(f"raw figures: {raw}", file=sys.stderr)
-    if args.write:
+    return write(run, args.write)
+
+
+def write(run: dict[str, Any], to_doc: bool) -> int:
+    scale = {int(n): v for n, v in run["scale"].items()}  # JSON keys are strings
+    meta = {**run["meta"], "sizes": {int(n): b for n, b in run["meta"]["sizes"].items()}}
+    text = report.render(meta, run["main"], scale, run["daemon"])
+    notes = ROOT / "docs" / "benchmarks-notes.md"
+    if notes.exists():
+        text += "\n" + notes.read_text()
+    print(text)
+    if to_doc:
         (ROOT / "docs" / "benchmarks.md").write_text(text)
     return 0
 

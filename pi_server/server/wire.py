@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 from typing import Any
 
@@ -32,7 +33,11 @@ class Encoded:
 
 def encode(result: Any) -> Encoded:
     """Plain data or msgspec Structs (as `msgspec.to_builtins` would give them) to bytes."""
-    return Encoded(_encode(result))
+    try:
+        return Encoded(_encode(result))
+    except UnicodeEncodeError:
+        # a lone surrogate (pi cuts strings in UTF-16 units): escaped as \udXXX, as JS writes it
+        return Encoded(json.dumps(msgspec.to_builtins(result)).encode())
 
 
 def frame(msg_id: Any, result: Encoded, include_headers: bool = True) -> bytes:
