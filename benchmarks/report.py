@@ -183,7 +183,15 @@ def scale_rows(scale: dict[int, dict[str, list]], sizes: dict[int, int]) -> list
     ]
     for n in sorted(scale):
         p, o = scale[n]["pi16"], scale[n]["ours"]
-        tot, first = med(p, "totalSeconds"), med(o, "firstAnswerSeconds")
+        first = med(o, "firstAnswerSeconds")
+        if any("error" in r for r in p):
+            lines.append(
+                f"| {n:,} | {sizes[n] / 1e6:.0f} | fails: `{p[0]['error'][:90]}` | {sec(med(o, 'indexSeconds'))} "
+                f"| {sec(first)} | — | — | {ms(med(o, 'contextSeconds'))} | — | {mib(med(o, 'indexRssBytes'))} | — "
+                f"| {len(o)} |"
+            )
+            continue
+        tot = med(p, "totalSeconds")
         rss_p, rss_o = med(p, "rssBytes"), med(o, "indexRssBytes")
         lines.append(
             f"| {n:,} | {sizes[n] / 1e6:.0f} | {sec(tot)} | {sec(med(o, 'indexSeconds'))} | {sec(first)} "

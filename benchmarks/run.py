@@ -48,8 +48,14 @@ def pi_cmd(version: str, *args: str) -> tuple[list[str], dict[str, str]]:
 
 
 def run_json(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT, env=env)
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    if out.returncode != 0:
+        raise Failed(next((ln for ln in out.stderr.splitlines() if "Error" in ln), out.stderr[-300:]).strip())
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+class Failed(Exception):
+    """A measured program that failed: its error line is reported in the table."""
 
 
 def pi_json(version: str, *args: str) -> dict[str, Any]:
@@ -99,7 +105,10 @@ def scaling(work: Path, sizes: list[int], runs: int, done: dict[int, dict]) -> d
         table[n] = {"pi16": [], "ours": []}
         for i in range(r):
             print(f"{path.name}: run {i + 1}/{r}", file=sys.stderr)
-            table[n]["pi16"].append(pi_json("1.6.0", "measure", str(path)))
+            try:
+                table[n]["pi16"].append(pi_json("1.6.0", "measure", str(path)))
+            except Failed as e:  # pi 1.6.0 reads the whole file into one string
+                table[n]["pi16"].append({"error": str(e)})
             table[n]["ours"].append(ours(path))
     return table
 
@@ -127,9 +136,13 @@ def main() -> int:
     main_runs = main_size(main_path, args.runs)
     scale = scaling(work, sizes, args.runs, {args.main: main_runs})
     daemon: dict[str, Any] | None = None
+    (work / "last-run-sessions.json").write_text(json.dumps({"main": main_runs, "scale": scale}))
     if not args.no_daemon:
         cmd = [sys.executable, str(BENCH / "daemon.py"), "--work", str(work), "--json"]
-        daemon = run_json(cmd + (["--smoke"] if args.smoke else []))
+        try:
+            daemon = run_json(cmd + (["--smoke"] if args.smoke else []))
+        except Failed as e:
+            print(f"the daemon benchmark failed: {e}", file=sys.stderr)
 
     meta = {
         "date": time.strftime("%Y-%m-%d"),
