@@ -1,9 +1,11 @@
 """The daemon's speed, with pi's own numbers for the same stores in the same run.
 
-    python benchmarks/daemon.py [--work DIR] [--write]
+    python benchmarks/daemon.py [--work DIR] [--smoke] [--json]
+
+(run by benchmarks/run.py, which writes the tables)
 
 1. append -> pi/sessionUpdated latency at a real LSP client, over 200 appends;
-2. cold start on a 200-file / ~500 MB store: first answer, full index, RSS,
+2. cold start on a 200-file / ~500 MB store (by default): first answer, full index, RSS,
    against pi's SessionManager.list + opening each file;
 3. warm restart (index cache) on a 3,000-file store: pi/listSessions after
    `initialized`, against pi's SessionManager.listAll.
@@ -18,13 +20,13 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from lsprotocol import types as lsp  # noqa: E402
 from pytest_lsp import LanguageClient, client_capabilities  # noqa: E402
@@ -32,13 +34,11 @@ from pytest_lsp.client import register_lsp_features  # noqa: E402
 
 from pi_server.server.app import converter_factory  # noqa: E402
 
-PI_SIDE = ROOT / "benchmarks" / "pi_side.mjs"
-BEGIN, END = "<!-- daemon:begin -->", "<!-- daemon:end -->"
 
+def node_json(version: str, *args: str) -> dict:
+    from run import pi_json
 
-def node_json(*args: str) -> dict:
-    out = subprocess.run(["node", str(PI_SIDE), *args], check=True, capture_output=True, text=True, cwd=ROOT)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return pi_json(version, *args)
 
 
 def rss_of(pid: int) -> int:
@@ -179,8 +179,8 @@ def store(work: Path, name: str, files: int, mb: int) -> Path:
     d = work / name
     if not (d / ".done").exists():
         shutil.rmtree(d, ignore_errors=True)
-        print(f"generating {d} with pi's SessionManager ...", file=sys.stderr)
-        node_json("generate-store", str(d), "--files", str(files), "--total-mb", str(mb))
+        print(f"generating {d} with pi 1.6.0's SessionManager ...", file=sys.stderr)
+        node_json("1.6.0", "generate-store", str(d), "--files", str(files), "--total-mb", str(mb))
         (d / ".done").write_text("")
     return d
 
@@ -188,83 +188,31 @@ def store(work: Path, name: str, files: int, mb: int) -> Path:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", default=os.environ.get("PI_BENCH_DIR", "/tmp/pi-server-bench"))
-    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="small stores, few appends")
+    ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    s200 = store(work, "store200", 200, 500)
-    s3000 = store(work, "store3000", 3000, 300)
+    if args.smoke:
+        s200, s3000, appends = store(work, "store20", 20, 20), store(work, "store100", 100, 5), 30
+    else:
+        s200, s3000, appends = store(work, "store200", 200, 500), store(work, "store3000", 3000, 100), 200
 
     print("append latency ...", file=sys.stderr)
-    app = asyncio.run(append_latency(work))
+    app = asyncio.run(append_latency(work, appends))
     print("cold start ...", file=sys.stderr)
     cold = asyncio.run(cold_start(s200, work))
-    pi200 = node_json("list", str(s200))
+    pi200 = {v: node_json(v, "list", str(s200)) for v in ("1.6.0", "0.73.1")}
     print("warm restart ...", file=sys.stderr)
     warm = asyncio.run(warm_restart(s3000, work))
-    pi3000 = node_json("list", str(s3000))
+    pi3000 = {v: node_json(v, "list", str(s3000)) for v in ("1.6.0", "0.73.1")}
+    out = {"append": app, "cold": cold, "warm": warm, "pi200": pi200, "pi3000": pi3000}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        from report import daemon_rows
 
-    pi_full = pi200["listSeconds"] + pi200["openAllSeconds"]
-    rows = [
-        ("append → `pi/sessionUpdated` at the client, p50", "—", f"{app['p50'] * 1000:.1f} ms", "—", "≤ 50 ms"),
-        ("append → `pi/sessionUpdated` at the client, p99", "—", f"{app['p99'] * 1000:.1f} ms", "—", "≤ 150 ms"),
-        (
-            f"cold start, {cold['files']} files / {cold['bytes'] / 1e6:.0f} MB: first answer (any session)",
-            "—",
-            f"{cold['firstAnswerSeconds']:.2f} s",
-            "—",
-            "≤ 1 s",
-        ),
-        (
-            "cold start: full index vs pi's `list` + opening each file",
-            f"{pi_full:.1f} s",
-            f"{cold['fullIndexSeconds']:.1f} s",
-            f"{cold['fullIndexSeconds'] / pi_full:.2f}×",
-            "≤ 0.2×",
-        ),
-        (
-            "server RSS after indexing, per byte indexed",
-            "—",
-            f"{cold['rssBytes'] / 2**20:.0f} MiB",
-            f"{cold['rssBytes'] / cold['bytes']:.2f}×",
-            "≤ 0.1×",
-        ),
-        (
-            f"warm restart, {warm['sessions']} files: `pi/listSessions` after `initialized` vs pi's `listAll`",
-            f"{pi3000['listAllSeconds'] * 1000:.0f} ms",
-            f"{warm['listSeconds'] * 1000:.0f} ms",
-            f"{warm['listSeconds'] / pi3000['listAllSeconds']:.2f}×",
-            "≤ 300 ms",
-        ),
-    ]
-    lines = [
-        BEGIN,
-        "",
-        "## The daemon (`python benchmarks/daemon.py --write`)",
-        "",
-        "Real LSP client over stdio; stores generated by pi's own `SessionManager`"
-        " (`benchmarks/pi_side.mjs generate-store`); pi measured on the same stores in the same run.",
-        "",
-        "| what | pi | pi-server | ratio | target |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    lines += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in rows]
-    lines += [
-        "",
-        "```json",
-        json.dumps({"append": app, "cold": cold, "warm": warm, "pi200": pi200, "pi3000": pi3000}),
-        "```",
-        "",
-        END,
-    ]
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        doc = ROOT / "docs" / "benchmarks.md"
-        old = doc.read_text() if doc.exists() else "# Benchmarks\n"
-        if BEGIN in old:
-            old = old[: old.index(BEGIN)] + old[old.index(END) + len(END) :]
-        doc.write_text(old.rstrip() + "\n\n" + text + "\n")
+        print("\n".join(daemon_rows(out)))
     return 0
 
 

@@ -7,14 +7,15 @@ import json
 import os
 import re
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pi_server import __version__
-from pi_server.llm.formats import FORMATS, context_result
-from pi_server.store.discovery import list_sessions, resolve_roots
-from pi_server.store.index import NotASession, SessionIndex
-from pi_server.store.state import default_state_dir, saved_leaf
-from pi_server.tree.outline import FILTERS, Outline, get_tree, render_text
+
+if TYPE_CHECKING:
+    from pi_server.store.index import SessionIndex
+
+# The core is imported by the commands that use it, not here: the stdio server
+# answers `initialize` before any of it is loaded (see server/quickstart.py).
 
 
 class CliError(Exception):
@@ -22,6 +23,8 @@ class CliError(Exception):
 
 
 def _open(path: str) -> SessionIndex:
+    from pi_server.store.index import NotASession, SessionIndex
+
     if not os.path.exists(path):
         raise CliError(f"no such file: {path}")
     if os.path.isdir(path):
@@ -48,6 +51,8 @@ def _current_leaf(idx: SessionIndex, args: argparse.Namespace) -> tuple[str | No
     The server keeps a switched leaf in its state dir while the file has not grown
     since (as it serves getTree/buildContext without leafId); the CLI shows the same.
     """
+    from pi_server.store.state import default_state_dir, saved_leaf
+
     if args.leaf is not None:
         return _leaf(idx, args.leaf), False
     saved = saved_leaf(args.state_dir or default_state_dir(), idx.path)
@@ -75,6 +80,8 @@ def _print(line: str) -> None:
 
 
 def _roots(dirs: list[str] | None) -> tuple[list[str], bool]:
+    from pi_server.store.discovery import resolve_roots
+
     for d in dirs or []:
         if not os.path.isdir(os.path.expanduser(d)):
             raise CliError(f"no such directory: {d}")
@@ -82,6 +89,8 @@ def _roots(dirs: list[str] | None) -> tuple[list[str], bool]:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
+    from pi_server.store.discovery import list_sessions
+
     roots, samples = _roots(args.sessions_dir)
     if samples:
         print("no pi sessions on this machine; showing pi-server's bundled samples", file=sys.stderr)
@@ -101,6 +110,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def _newest(dirs: list[str] | None) -> str:
+    from pi_server.store.discovery import list_sessions
+
     roots, samples = _roots(dirs)
     sessions = list_sessions(roots, limit=1)
     if not sessions:
@@ -111,6 +122,8 @@ def _newest(dirs: list[str] | None) -> str:
 
 
 def cmd_tree(args: argparse.Namespace) -> int:
+    from pi_server.tree.outline import Outline, get_tree, render_text
+
     idx = _open(args.file if args.file else _newest(args.sessions_dir))
     leaf, _ = _current_leaf(idx, args)
     result = get_tree(Outline(idx), leaf, args.filter, args.search or "", args.fold or [], args.offset, args.limit)
@@ -125,6 +138,8 @@ def cmd_tree(args: argparse.Namespace) -> int:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
+    from pi_server.llm.formats import context_result
+
     idx = _open(args.file)
     leaf, before = (None, True) if args.before_first else _current_leaf(idx, args)
     _dump(context_result(idx, leaf, before_first=before, fmt=args.format))
@@ -148,6 +163,12 @@ def _read_token(path: str | None) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    tcp = getattr(args, "tcp", False)
+    early = None
+    if not tcp:  # before any other import: see server/quickstart.py
+        from pi_server.server import quickstart
+
+        early = quickstart.answer_initialize(getattr(args, "state_dir", None))
     import logging
 
     from pi_server.server.app import ServerOptions, create_server
@@ -164,7 +185,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from pi_server.llm.client import api_key
 
     redact.install([api_key()])  # the API key never reaches a log line, whoever logs it
-    token = _read_token(args.token_file) if getattr(args, "tcp", False) else None
+    token = _read_token(args.token_file) if tcp else None
     options = ServerOptions(
         session_dirs=getattr(args, "sessions_dir", None) or [],
         state_dir=getattr(args, "state_dir", None),
@@ -184,7 +205,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     else:
         server = create_server(options)
         try:
-            server.start_io()
+            if early is not None:
+                stdin = quickstart.Replay(early.consumed, sys.stdin.buffer)
+                server.start_io(stdin, quickstart.Filter(early, sys.stdout.buffer))  # type: ignore[arg-type]
+            else:
+                server.start_io()
         finally:
             server.stop.set()
             server.worker.shutdown(wait=False, cancel_futures=True)
@@ -212,7 +237,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
+    """The command line; `serve_only` leaves out the reading commands (and the core they import)."""
     p = _Parser(
         prog="pi-server",
         description="Serve pi's session trees to editors, or show them on the command line.",
@@ -222,6 +248,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"pi-server {__version__}")
     sub = p.add_subparsers(dest="command")
+    if not serve_only:
+        _add_reading_commands(sub)
+    _add_serve(sub)
+    return p
+
+
+def _add_reading_commands(sub: Any) -> None:
+    from pi_server.llm.formats import FORMATS
+    from pi_server.tree.outline import FILTERS
 
     ls = sub.add_parser("ls", help="list sessions, newest first")
     ls.add_argument("--sessions-dir", action="append", metavar="D", help="a sessions root (repeatable)")
@@ -251,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
     cx.add_argument("--format", choices=FORMATS, default="agent")
     cx.add_argument("--state-dir", metavar="D", help="the server's state dir (for its leaf pointers)")
     cx.set_defaults(func=cmd_context)
+
+
+def _add_serve(sub: Any) -> None:
     sv = sub.add_parser("serve", help="serve the protocol (stdio unless --tcp)")
     sv.add_argument("--tcp", action="store_true", help="listen on 127.0.0.1 instead of stdio")
     sv.add_argument("--port", type=_count, default=0, help="default: a free port, printed on stderr")
@@ -270,18 +308,16 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--log-file", metavar="F", help="log here instead of stderr")
     sv.add_argument("-v", "--verbose", action="store_true")
     sv.set_defaults(func=cmd_serve)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(encoding="utf-8")
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["serve", *argv]  # no subcommand: serve over stdio
-    args = parser.parse_args(argv)
+    args = build_parser(serve_only=argv[0] == "serve").parse_args(argv)
     try:
         return args.func(args)
     except CliError as e:

@@ -146,3 +146,72 @@ def test_stdio_flag_of_language_clients_is_accepted(tmp_path: Path) -> None:
         )
         assert r.returncode == 0, (args, r.stderr.decode())
         assert b'"protocolVersion": 1' in r.stdout.replace(b'"protocolVersion":1', b'"protocolVersion": 1'), args
+
+
+def _serve(state: Path, *messages: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each message in turn, a request waiting for its answer; every message the server sent."""
+    args = ["--sessions-dir", str(SAMPLES), "--state-dir", str(state)]
+    proc = subprocess.Popen([sys.executable, "-m", "pi_server", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    got: list[dict[str, Any]] = []
+    try:
+        for m in messages:
+            body = json.dumps(m).encode()
+            proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            proc.stdin.flush()
+            while "id" in m and m.get("method") != "exit" and not any(g.get("id") == m["id"] for g in got):
+                header = b""
+                while not header.endswith(b"\r\n\r\n"):
+                    c = proc.stdout.read(1)
+                    assert c, "the server closed its output"
+                    header += c
+                length = int(re.search(rb"Content-Length: (\d+)", header).group(1))
+                got.append(json.loads(proc.stdout.read(length)))
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return got
+
+
+def test_a_known_client_gets_the_initialize_reply_recorded_from_pygls(tmp_path: Path) -> None:
+    # the second start answers initialize before loading pygls, from the reply pygls gave the first;
+    # pygls still handles initialize (the registry opens: pi/listSessions answers), its reply is not sent twice
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"processId": None, "capabilities": {"general": {"positionEncodings": ["utf-8", "utf-16"]}}},
+    }
+    rest = [
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "pi/listSessions", "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    record = tmp_path / "initialize-replies.json"
+    answers = []
+    for _ in range(2):
+        frames = [f for f in _serve(tmp_path, init, *rest) if "id" in f and "method" not in f]
+        assert [f["id"] for f in frames] == [1, 2, 3]
+        assert len(frames[1]["result"]["sessions"]) > 0
+        answers.append(frames[0]["result"])
+        assert record.exists()
+    assert answers[0] == answers[1]
+    assert answers[0]["capabilities"]["positionEncoding"] == "utf-8"
+    assert "pi/listSessions" in answers[0]["capabilities"]["experimental"]["piSessions"]["methods"]
+
+    # a record out of date (another version's reply) goes out once, then pygls's own replaces it
+    stale = json.loads(record.read_text())
+    (key,) = stale
+    stale[key]["capabilities"]["experimental"]["piSessions"]["methods"] = ["pi/gone"]
+    record.write_text(json.dumps(stale))
+    first = _serve(tmp_path, init, *rest)[0]
+    assert first["result"]["capabilities"]["experimental"]["piSessions"]["methods"] == ["pi/gone"]
+    assert json.loads(record.read_text())[key] == answers[0]
+
+    # another client's capabilities are not answered from this record
+    other = {**init, "params": {"processId": None, "capabilities": {}}}
+    reply = _serve(tmp_path, other, *rest)[0]
+    assert reply["result"]["capabilities"]["positionEncoding"] == "utf-16"

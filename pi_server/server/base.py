@@ -35,6 +35,7 @@ from pi_server.live.registry import Registry
 from pi_server.server import background, errors
 from pi_server.server.options import Options
 from pi_server.server.rpc import PI_METHODS
+from pi_server.server.wire import EncodedResults
 from pi_server.server.worker import BACKGROUND, REQUEST, CoreWorker
 from pi_server.store.discovery import resolve_roots
 from pi_server.store.state import StateDir
@@ -75,7 +76,10 @@ def converter_factory() -> Any:
     return conv
 
 
-class PiProtocol(LanguageServerProtocol):
+class PiProtocol(EncodedResults, LanguageServerProtocol):
+    """`pi/*` answers go out pre-encoded by msgspec (server/wire.py); everything else pygls
+    sends through `_send_data` below."""
+
     def _send_data(self, data: Any) -> None:
         """Messages encoded with orjson (a 20,000-symbol outline: ~10x faster than the json
         module); what orjson refuses (lone surrogates, nesting over 254, huge ints) goes the

@@ -1,7 +1,7 @@
 """The method table: each JSON-RPC method is one module-level function, registered here.
 
 `@pi_method(name, Params)` checks that the connection may call it, parses its
-params with pydantic (-32602 naming the field), turns a typed result into JSON,
+params with pydantic (-32602 naming the field), encodes the result once to JSON bytes,
 and lists the method in the `initialize` capabilities. `@lsp_feature` records
 the LSP methods pygls types for us. `install` puts both tables on a server.
 """
@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-import msgspec
 from pydantic import BaseModel, ValidationError
 
-from pi_server.server import errors
+from pi_server.server import errors, wire
 
 P = TypeVar("P", bound=BaseModel)
 Handler = Callable[[Any, Any], Awaitable[Any]]
@@ -57,7 +56,7 @@ def _guarded(fn: Handler, model: type[BaseModel]) -> Handler:
         if ls.registry is None:
             raise errors.Internal("server not initialized")
         result = await fn(ls, parse(model, raw))
-        return msgspec.to_builtins(result) if isinstance(result, msgspec.Struct) else result
+        return wire.encode(result)  # once, to bytes (see wire.py)
 
     handler.__doc__ = fn.__doc__
     return handler

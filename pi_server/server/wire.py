@@ -1,0 +1,72 @@
+"""Answers encoded once, by msgspec, straight to the bytes on the wire.
+
+pygls sends a result by walking it with its cattrs converter and then
+`json.dumps`: for a plain-data answer that is ~18 ms for a 200-row `/tree`
+window and ~0.4 s for a 4,000-message context, against ~0.2 ms and ~23 ms for
+`msgspec.json.encode`. Our `pi/*` handlers return an `Encoded` answer and the
+protocol writes it as it is; everything else (LSP features, errors) keeps
+pygls's path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+from typing import Any
+
+import msgspec
+
+log = logging.getLogger("pi_server")
+_encode = msgspec.json.Encoder().encode
+
+
+class Encoded:
+    """A JSON-RPC result already encoded to JSON bytes."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+def encode(result: Any) -> Encoded:
+    """Plain data or msgspec Structs (as `msgspec.to_builtins` would give them) to bytes."""
+    try:
+        return Encoded(_encode(result))
+    except UnicodeEncodeError:
+        # a lone surrogate (pi cuts strings in UTF-16 units): escaped as \udXXX, as JS writes it
+        return Encoded(json.dumps(msgspec.to_builtins(result)).encode())
+
+
+def frame(msg_id: Any, result: Encoded, include_headers: bool = True) -> bytes:
+    """The whole response message: header (Content-Length in bytes) and body."""
+    body = b'{"id":' + _encode(msg_id) + b',"jsonrpc":"2.0","result":' + result.data + b"}"
+    if not include_headers:
+        return body
+    head = b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" % len(body)
+    return head + body
+
+
+class EncodedResults:
+    """Protocol mixin: an `Encoded` result goes out as bytes, without pygls's converter."""
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        if error is not None or not isinstance(result, Encoded):
+            super()._send_response(msg_id, result, error)  # type: ignore[misc]
+            return
+        self._result_types.pop(msg_id, None)  # type: ignore[attr-defined]
+        writer = self.writer  # type: ignore[attr-defined]
+        if writer is None:
+            log.error("unable to send an answer: no transport")
+            return
+        try:
+            res = writer.write(frame(msg_id, result, self._include_headers))  # type: ignore[attr-defined]
+            if inspect.isawaitable(res):
+                asyncio.ensure_future(res)
+        except BrokenPipeError:
+            raise
+        except Exception as e:
+            log.exception("error sending an answer")
+            self._server._report_server_error(e, RuntimeError)  # type: ignore[attr-defined]
