@@ -44,6 +44,7 @@ function M.reset(sb, total)
   end
   set_lines(sb, 0, -1, lines)
   vim.api.nvim_buf_clear_namespace(sb.buf, M.ns, 0, -1)
+  vim.api.nvim_buf_clear_namespace(sb.buf, require("pi_sessions.tree.edits").ns, 0, -1)
   M.header(sb)
 end
 

@@ -25,6 +25,7 @@ function M.new(tab)
     filter = nil,
     search = "",
     folded = {}, -- id -> true
+    edits = {}, -- id -> "omitted" | "replaced": context edits in force at the leaf
     total = 0,
     leaf_id = nil,
     rows = {}, -- 0-based row index -> row
