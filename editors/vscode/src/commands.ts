@@ -8,6 +8,7 @@ import { openEntry } from "./entryDocs";
 import { oneLine } from "./format";
 import { FILTERS, type Filter, type Rpc, type SwitchResult, type TreeRow } from "./protocol";
 import type { Sidebar } from "./sidebar";
+import { fetchStats, statsMessage } from "./stats";
 import { openSystem } from "./systemDocs";
 import { CancelledError, isCancel, showError } from "./ui";
 import type { SessionsElement, TreeElement } from "./views";
@@ -137,6 +138,13 @@ export function registerCommands(subscriptions: { dispose(): unknown }[], d: Com
     const session = s.sessionOf(arg);
     const leaf = session === tree.session ? tree.leafId : sessions.find(session)?.leafId;
     return openSystem(session, leaf ?? undefined);
+  });
+  cmd("piSessions.showStats", async (arg) => {
+    const session = s.sessionOf(arg);
+    const stats = await fetchStats(rpc, session);
+    if (!stats) throw new Error("This pi-server has no session stats (pi/getSessionStats): update it.");
+    ui.info(statsMessage(stats));
+    return stats;
   });
   cmd("piSessions.openEntry", (arg) => openEntry(s.treeSession(), s.rowOf(arg).id));
   cmd("piSessions.openSessionFile", async (arg) => {

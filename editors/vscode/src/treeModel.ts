@@ -1,6 +1,7 @@
 // The Tree view's model: pi's /tree rows for one session, loaded by window, nested for a tree widget.
 import { type EditState, editStates } from "./contextEdits";
 import type { Filter, Rpc, TreeResult, TreeRow } from "./protocol";
+import { fetchStats, type SessionStats } from "./stats";
 
 export const PAGE = 500;
 
@@ -14,6 +15,8 @@ export class TreeModel {
   leafId: string | null = null;
   /** Context edits in force on the path to the leaf, by target entry. */
   edits = new Map<string, EditState>();
+  /** Tokens and cost of the file and of the branch to the leaf (undefined: a server without pi/getSessionStats). */
+  stats: SessionStats | undefined;
   private byId = new Map<string, TreeRow>();
   private kids = new Map<string | null, TreeRow[]>();
   private nest = new Map<string, string | null>();
@@ -77,13 +80,15 @@ export class TreeModel {
   private async load(gen: number, count: number): Promise<void> {
     if (!this.session) {
       this.edits = new Map();
+      this.stats = undefined;
       this.apply({ leafId: null, total: 0, offset: 0, rows: [] }, []);
       return;
     }
-    const [res, edits] = await Promise.all([this.fetch(0, count), this.fetchEdits(this.session)]);
+    const [res, edits, stats] = await Promise.all([this.fetch(0, count), this.fetchEdits(this.session), fetchStats(this.rpc, this.session)]);
     // overtaken by a newer reload (a live update, say): callers wait for the newest answer
     if (gen !== this.generation) return this.latest;
     this.edits = edits;
+    this.stats = stats;
     this.apply(res, res.rows);
   }
 
