@@ -173,6 +173,7 @@ function M.refresh(sb, opts)
     sb.pages[page] = "loaded"
     store_page(sb, page * size, result)
     edits.load(sb, gen)
+    require("pi_sessions.stats").load(sb, gen)
     if opts.focus == "leaf" then
       focus_leaf(sb, gen)
     else
@@ -195,7 +196,7 @@ function M.show(sb, session, opts)
   if sb.session ~= session then
     sb.folded, sb.search = {}, ""
     sb.filter = config.options.filter or "default"
-    sb.rows, sb.pages, sb.total, sb.edits = {}, {}, 0, {}
+    sb.rows, sb.pages, sb.total, sb.edits, sb.stats = {}, {}, 0, {}, nil
   end
   sb.session = session
   sb.name = opts.name or vim.fn.fnamemodify(session, ":t:r")
