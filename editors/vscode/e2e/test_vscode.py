@@ -93,7 +93,11 @@ def open_shop(wb: Workbench, world: World) -> None:
 
 
 def server_rows(world: World, file: str, *args: str) -> list[dict[str, Any]]:
-    return world.cli("tree", file, *args)["rows"]
+    return server_rows_result(world, file, *args)["rows"]
+
+
+def server_rows_result(world: World, file: str, *args: str) -> dict[str, Any]:
+    return world.cli("tree", file, *args)
 
 
 def test_tree_view_shows_pis_rows(wb: Workbench, world: World) -> None:
@@ -256,6 +260,33 @@ def test_omit_and_restore_a_message_from_the_tree_rows_menu(wb: Workbench, world
         arg=text,
     )
     wb.shot("restored")
+
+
+def branch_messages(file: str, leaf: str) -> int:
+    """Message entries on the path root → leaf, read from the file itself."""
+    entries = {e["id"]: e for e in (json.loads(line) for line in Path(file).read_text().splitlines()[1:] if line)}
+    count, at = 0, entries.get(leaf)
+    while at is not None:
+        count += at["type"] == "message"
+        at = entries.get(at.get("parentId"))
+    return count
+
+
+def test_the_status_bar_shows_the_branchs_tokens_and_cost(wb: Workbench, world: World) -> None:
+    open_shop(wb, world)
+    shop = shop_file(world)
+    item = wb.page.locator(".statusbar-item", has_text=re.compile(r"tokens · \$\d"))
+    item.first.wait_for(state="visible")
+    assert re.fullmatch(r"\d[\d.]*[kM]? tokens · \$\d+\.\d+( · \d+% of \d+k)?", item.first.inner_text().strip()), item.first.inner_text()
+    wb.clear_notifications()
+    item.first.click()
+    msg = wb.wait_notification(r"^This branch: \d+ messages")
+    leaf = server_rows_result(world, shop)["leafId"]
+    assert msg.startswith(f"This branch: {branch_messages(shop, leaf)} messages"), msg
+    total = sum(1 for line in Path(shop).read_text().splitlines() if json.loads(line).get("type") == "message")
+    assert f"Whole session: {total} messages" in msg, msg
+    wb.shot("branch-stats")
+    wb.clear_notifications()
 
 
 def test_system_prompt_and_tools_open_as_a_markdown_document(wb: Workbench, world: World) -> None:
