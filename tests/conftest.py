@@ -55,22 +55,22 @@ def oracle() -> dict[str, Any]:
     """
     if not _have_pi():
         pytest.fail("pi (node_modules/@mariozechner/pi-coding-agent) is not installed: run `npm ci`")
+    out = _oracle_run(["node"], [], "", 600)
+    return load_json(out / "manifest.json")
+
+
+def _oracle_run(node: list[str], extra: list[str], suffix: str, timeout: int) -> Path:
+    """The oracle generator's output folder, generated once per generator version and seed."""
     digest = hashlib.sha256(ORACLE_SCRIPT.read_bytes()).hexdigest()[:16]
-    out = CACHE / f"{digest}-{SEED}"
-    manifest = out / "manifest.json"
-    if not manifest.exists():
+    out = CACHE / f"{digest}-{SEED}{suffix}"
+    if not (out / "manifest.json").exists():
         if out.exists():
             shutil.rmtree(out)
         out.mkdir(parents=True)
         env = {**os.environ, "HOME": "/home/oracle"}
-        subprocess.run(
-            ["node", str(ORACLE_SCRIPT), str(out), "--seed", str(SEED)],
-            check=True,
-            cwd=ROOT,
-            env=env,
-            timeout=600,
-        )
-    return load_json(manifest)
+        cmd = [*node, str(ORACLE_SCRIPT), str(out), "--seed", str(SEED), *extra]
+        subprocess.run(cmd, check=True, cwd=ROOT, env=env, timeout=timeout)
+    return out
 
 
 @pytest.fixture(scope="session")
@@ -79,23 +79,9 @@ def oracle16(oracle: dict[str, Any]) -> dict[str, Any]:
     the sessions of the 0.73.1 run above and the v1 fixtures, all read by pi 1.6.0 on node 22."""
     if not _have_pi16():
         pytest.fail("pi 1.6.0 (node_modules/@earendil-works/pi-coding-agent) is not installed: run `npm ci`")
-    digest = hashlib.sha256(ORACLE_SCRIPT.read_bytes()).hexdigest()[:16]
-    old = CACHE / f"{digest}-{SEED}"
-    out = CACHE / f"{digest}-{SEED}-pi16"
-    manifest = out / "manifest.json"
-    if not manifest.exists():
-        if out.exists():
-            shutil.rmtree(out)
-        out.mkdir(parents=True)
-        env = {**os.environ, "HOME": "/home/oracle"}
-        subprocess.run(
-            [node22(), str(ORACLE_SCRIPT), str(out), "--seed", str(SEED), "--pi", "1.6", "--old", str(old)],
-            check=True,
-            cwd=ROOT,
-            env=env,
-            timeout=900,
-        )
-    return load_json(manifest)
+    old = _oracle_run(["node"], [], "", 600)  # the `oracle` fixture made it
+    out = _oracle_run([node22()], ["--pi", "1.6", "--old", str(old)], "-pi16", 900)
+    return load_json(out / "manifest.json")
 
 
 @pytest.fixture(scope="session")

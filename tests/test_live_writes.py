@@ -48,7 +48,8 @@ def test_switch_with_summary_label_and_persist_is_one_write(tmp_path: Path) -> N
     out, written = reg.switch(live, target, "kept", True, summary)
     s, lab, marker = _lines(big)[-3:]
     assert s["type"] == "branch_summary" and out["summaryEntryId"] == s["id"]
-    assert list(s) == ["type", "id", "parentId", "timestamp", "fromId", "summary", "details"]
+    # pi 1.6.0's branchWithSummary (no model call here: no usage)
+    assert list(s) == ["type", "id", "parentId", "timestamp", "fromId", "summary", "details", "fromHook"]
     assert lab["targetId"] == s["id"] and lab["parentId"] == s["id"]
     assert marker["data"] == {"leafId": s["id"]} and marker["parentId"] == s["id"]
     assert written.appended == [s["id"], lab["id"], marker["id"]]

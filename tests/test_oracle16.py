@@ -1,10 +1,7 @@
 """pi-server against pi 1.6.0 (node 22): contexts, convertToLlm, token sums, /tree rows,
 getTree, SessionInfo and listing order on the sessions pi 1.6.0 generated, the files it
 wrote (tests/fixtures/pi16), the 0.73-era generated sessions and the v1 fixtures.
-
-Tests marked xfail(strict) compare parts still to be built (context projection:
-context_edit, compaction checkpoints, system messages dropped from kept ranges, and
-the provider bodies pi-ai 1.6.0 builds); they must fail until then.
+And the provider bodies pi-ai 1.6.0 builds (Anthropic Messages, Chat Completions).
 """
 
 from __future__ import annotations
@@ -25,8 +22,6 @@ from pi_server.llm.tokens import estimate_total
 from pi_server.store.discovery import session_info
 from pi_server.store.index import SessionIndex
 from pi_server.tree.outline import Outline, get_tree
-
-PENDING = "issue 11: context projection pending"
 
 
 def _report(n: int, bad: list[cmp.Mismatch]) -> str:
@@ -102,7 +97,6 @@ def _contexts(manifest: dict[str, Any]):
             yield f"{f['kind']}:{os.path.basename(f['file'])} leaf={ctx['leafId']}", ctx
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING)
 @pytest.mark.parametrize("model_id", ["claude-sonnet-4-5", "claude-opus-5"])
 def test_anthropic_body_equals_pi16(oracle16: dict[str, Any], model_id: str) -> None:
     """The body pi-ai 1.6.0 builds for pi's own convertToLlm output: messages, system,
@@ -127,7 +121,6 @@ def test_anthropic_body_equals_pi16(oracle16: dict[str, Any], model_id: str) -> 
     assert not bad, _report(n, bad)
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING)
 def test_openai_messages_equal_pi16(oracle16: dict[str, Any]) -> None:
     """pi-ai 1.6.0's Chat Completions messages (gpt-4o) for pi's convertToLlm output."""
     n, bad = 0, []
@@ -145,8 +138,8 @@ def test_openai_messages_equal_pi16(oracle16: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("name", ["01-agent-session.jsonl", "recorded/agent-turns-1.6.0.jsonl"])
 def test_context16_script_answers_for_one_leaf(name: str, tmp_path) -> None:
-    """tests/oracle/context16.mjs (pi 1.6.0's answers for one file and leaf) agrees with us
-    where our side is built: tokens, convertToLlm, /tree rows of every filter, SessionInfo."""
+    """tests/oracle/context16.mjs (pi 1.6.0's answers for one file and leaf) agrees with us:
+    tokens, convertToLlm, provider bodies, /tree rows of every filter, SessionInfo."""
     file = tmp_path / os.path.basename(name)
     shutil.copyfile(ROOT / "tests" / "fixtures" / "pi16" / name, file)
     idx = SessionIndex.open(str(file))
@@ -157,6 +150,10 @@ def test_context16_script_answers_for_one_leaf(name: str, tmp_path) -> None:
     assert convert_to_llm(pi["agent"])[0] == pi["llm"]
     assert set(pi["anthropic"]) == {"claude-sonnet-4-5", "claude-opus-5"}
     assert all("body" in b for b in pi["anthropic"].values())
+    ids = [str(i) for i in range(len(pi["llm"]))]
+    for model_id, b in pi["anthropic"].items():
+        assert request_body(pi["llm"], ids, ANTHROPIC[model_id], pi["thinkingLevel"], merge=False)[0] == b["body"]
+    assert openai_messages(pi["llm"], ids, OPENAI_DEFAULT)[0] == pi["openai"]["body"]["messages"]
     outline = Outline(idx)
     for filt, rows in pi["tree"].items():
         ours = get_tree(outline, leaf, filt)["rows"]

@@ -41,7 +41,8 @@ def empty_message(model_id: str) -> dict[str, Any]:
             "cacheRead": 0,
             "cacheWrite": 0,
             "totalTokens": 0,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0, "totalFromProvider": False},
+            "cacheWrite1h": 0,  # pi-ai 1.6.0 splits out one-hour cache writes; short retention writes none
         },
         "stopReason": "stop",
         "timestamp": int(time.time() * 1000),
@@ -118,6 +119,7 @@ async def _on_event(ev: Any, out: dict[str, Any], emit: Emit) -> None:
         await _block_stop(ev, out, emit)
     elif t == "message_delta":
         if ev.delta.stop_reason:
+            out["rawStopReason"] = ev.delta.stop_reason
             out["stopReason"] = _STOP.get(ev.delta.stop_reason, "error")
         _usage(out, ev.usage, out["model"])
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pi_server.agent.stream import call_model, empty_message, strip_scratch
-from pi_server.agent.tooldefs import TOOL_DEFS
 from pi_server.agent.tools import LOCAL_TOOLS, ToolError, error_result, resolve_in_cwd, run_tool
 from pi_server.llm.anthropic import cache_control, request_body
 from pi_server.llm.models import ModelInfo
+from pi_server.llm.transcript import current_system_message, current_tools, system_message_text
 
 # pi's AgentSession._isRetryableError
 _RETRYABLE = re.compile(
@@ -38,7 +38,7 @@ class Snapshot:
     model: ModelInfo
     thinking: str
     tools: list[str]
-    system: str
+    system: dict[str, Any] | None  # the system message recorded before the user message (None: unchanged)
     cwd: str
 
 
@@ -56,6 +56,7 @@ class Hooks:
     append: Callable[[dict[str, Any]], Awaitable[str]]  # writes a message entry, returns its id
     turn_end: Callable[[], Awaitable[None]]  # flush queued writes, save point
     execute_remote: Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+    omit: Callable[[str], Awaitable[None]]  # appends a context_edit leaving an entry out of later contexts
 
 
 @dataclass
@@ -65,23 +66,17 @@ class Turn:
     key: str | None
     hooks: Hooks
     retry: RetrySettings = field(default_factory=RetrySettings)
+    written: bool = False  # the system and user messages are already in the file (a new session's first write)
     aborted: asyncio.Event = field(default_factory=asyncio.Event)
     pending_settings: list[dict[str, Any]] = field(default_factory=list)  # model/thinking asked for mid-turn
     messages: list[dict[str, Any]] = field(default_factory=list)  # this run's messages
+    last_id: str | None = None  # entry id of the last assistant message written
 
     def body(self) -> dict[str, Any]:
+        """The request body built from the transcript: its system messages carry the prompt and tools."""
         llm = self.snap.messages + self.messages
         body, _ = request_body(llm, [""] * len(llm), self.snap.model, self.snap.thinking)
-        cache = cache_control()
-        out: dict[str, Any] = {k: body[k] for k in ("model", "messages", "max_tokens", "stream")}
-        out["system"] = [{"type": "text", "text": self.snap.system, "cache_control": cache}]
-        if self.snap.tools:
-            out["tools"] = [_tool_param(n) for n in self.snap.tools]
-            out["tools"][-1]["cache_control"] = dict(cache)
-        for k in ("thinking", "output_config"):
-            if k in body:
-                out[k] = body[k]
-        return out
+        return body if "system" in body or "tools" in body else _with_transcript_system(body, llm)
 
     async def _abortable(self, coro: Awaitable[Any]) -> tuple[bool, Any]:
         """Run coro unless an abort comes first: (finished, result)."""
@@ -98,14 +93,16 @@ class Turn:
             pass
         return False, None
 
-    async def _message(self, msg: dict[str, Any]) -> None:
+    async def _message(self, msg: dict[str, Any], *, write: bool = True) -> None:
         self.hooks.emit({"type": "message_start", "message": msg})
-        await self.hooks.append(msg)
+        if write:
+            await self.hooks.append(msg)
         self.hooks.emit({"type": "message_end", "message": msg})
 
     async def _assistant(self) -> dict[str, Any]:
         out = empty_message(self.snap.model.id)
         started = False
+        t0 = time.monotonic()
 
         async def on(ev: dict[str, Any]) -> None:
             nonlocal started
@@ -124,12 +121,15 @@ class Turn:
                 out["stopReason"], out["errorMessage"] = "aborted", ABORTED
         if not started:
             self.hooks.emit({"type": "message_start", "message": dict(out)})
-        await self.hooks.append(out)
+        out["durationMs"] = round((time.monotonic() - t0) * 1000)
+        out["thinkingLevel"] = self.snap.thinking  # pi-agent-core records the requested level
+        self.last_id = await self.hooks.append(out)
         self.hooks.emit({"type": "message_end", "message": out})
         return out
 
     async def _tool(self, call: dict[str, Any]) -> dict[str, Any]:
         name, args = call.get("name"), call.get("arguments") or {}
+        t0 = time.monotonic()
         self.hooks.emit({"type": "tool_execution_start", "toolCallId": call.get("id"), "toolName": name, "args": args})
         if name not in self.snap.tools:
             result, is_error = error_result(f"Tool {name} not found"), True
@@ -156,6 +156,7 @@ class Turn:
         if result.get("details") is not None:
             msg["details"] = result["details"]
         msg["isError"] = is_error
+        msg["durationMs"] = round((time.monotonic() - t0) * 1000)
         msg["timestamp"] = int(time.time() * 1000)
         await self._message(msg)
         return msg
@@ -210,7 +211,10 @@ class Turn:
         """pi's agent loop plus AgentSession's auto-retry on overload, rate limits and 5xx."""
         self.hooks.emit({"type": "agent_start"})
         self.hooks.emit({"type": "turn_start"})
-        await self._message(user)
+        if self.snap.system is not None:  # pi's system patch goes before the user message
+            await self._message(self.snap.system, write=not self.written)
+            self.messages.append(self.snap.system)
+        await self._message(user, write=not self.written)
         self.messages.append(user)
         attempt = 0
         while True:
@@ -242,6 +246,8 @@ class Turn:
                 }
             )
             self.messages.pop()  # the failed message stays in the file, not in the context (as pi)
+            if self.last_id is not None:
+                await self.hooks.omit(self.last_id)  # pi's _omitRecoveryAttempt: a context_edit for it
             finished, _ = await self._abortable(asyncio.sleep(delay / 1000))
             if not finished:
                 self.hooks.emit(
@@ -252,13 +258,31 @@ class Turn:
             self.hooks.emit({"type": "turn_start"})
 
 
-def _tool_param(name: str) -> dict[str, Any]:
+def _with_transcript_system(body: dict[str, Any], llm: list[dict[str, Any]]) -> dict[str, Any]:
+    """The replayed system message's prompt and tools, as pi-ai's Anthropic provider sends them,
+    for a request builder that leaves system messages out."""
+    system = current_system_message(llm)
+    if system is None:
+        return body
+    cache = cache_control()
+    out: dict[str, Any] = {k: body[k] for k in ("model", "messages", "max_tokens", "stream")}
+    text = system_message_text(system)
+    if text:
+        out["system"] = [{"type": "text", "text": text, "cache_control": cache}]
+    tools = current_tools(llm)
+    if tools:
+        out["tools"] = [_tool_param(t) for t in tools]
+        out["tools"][-1]["cache_control"] = dict(cache)
+    out.update({k: v for k, v in body.items() if k not in out})
+    return out
+
+
+def _tool_param(tool: dict[str, Any]) -> dict[str, Any]:
     """pi-ai's convertTools: name, description, input_schema {type, properties, required}."""
-    d = TOOL_DEFS[name]
-    schema = d["parameters"]
+    schema = tool.get("parameters") or {}
     return {
-        "name": name,
-        "description": d["description"],
+        "name": tool.get("name"),
+        "description": tool.get("description"),
         "input_schema": {
             "type": "object",
             "properties": schema.get("properties", {}),

@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pi_server.jsutil import js_trim
+from pi_server.context.build import build_context
+from pi_server.jsutil import js_date_json, js_trim
 from pi_server.live.errors import EntryNotFound, Refused
 from pi_server.live.session import LiveSession
+from pi_server.llm.transcript import current_system_message
 from pi_server.store.records import NotASession
 from pi_server.store.state import StateDir
 from pi_server.store.writer import append_lines, migrate_in_place, new_id, now_iso
@@ -48,22 +50,45 @@ class SessionAppender:
         """pi 1.6.0's appendSessionInfo: line breaks become one space, then the name is trimmed."""
         return self._append_entry("session_info", self.live.leaf_id, name=js_trim(_LINE_BREAKS.sub(" ", name)))
 
-    def append_branch_summary(self, branch_from: str | None, summary: str, details: dict[str, Any]) -> str:
-        """pi's branchWithSummary: the summary hangs under the entry the branch continues from."""
-        from_id = branch_from if branch_from is not None else "root"
-        return self._append_entry("branch_summary", branch_from, fromId=from_id, summary=summary, details=details)
+    def append_branch_summary(
+        self,
+        branch_from: str | None,
+        summary: str,
+        details: dict[str, Any],
+        from_id: str | None = None,
+        usage: dict[str, Any] | None = None,
+    ) -> str:
+        """pi 1.6.0's branchWithSummary: the summary hangs under the entry the branch continues
+        from; `fromId` is the leaf navigated away from."""
+        fields: dict[str, Any] = {"fromId": from_id if from_id is not None else "root", "summary": summary}
+        fields["details"] = details
+        if usage is not None:
+            fields["usage"] = usage
+        return self._append_entry("branch_summary", branch_from, **fields, fromHook=False)
 
     def append_compaction(
-        self, summary: str, first_kept_entry_id: str | None, tokens_before: int, details: dict[str, Any]
+        self,
+        summary: str,
+        first_kept_entry_id: str | None,
+        tokens_before: int,
+        details: dict[str, Any],
+        usage: dict[str, Any] | None = None,
     ) -> str:
-        return self._append_entry(
-            "compaction",
-            self.live.leaf_id,
-            summary=summary,
-            firstKeptEntryId=first_kept_entry_id,
-            tokensBefore=tokens_before,
-            details=details,
-        )
+        """pi 1.6.0's appendCompaction: the prompt state in force is stored with it (stamped with
+        the entry's time); a retain-none compaction (no kept entry) keeps from itself."""
+        idx = self.live.index
+        timestamp = now_iso()
+        system = current_system_message(build_context(idx, self.live.leaf_id).messages) if idx.ids else None
+        fields: dict[str, Any] = {"timestamp": timestamp, "summary": summary}
+        fields["firstKeptEntryId"] = first_kept_entry_id
+        fields["tokensBefore"] = tokens_before
+        fields["details"] = details
+        if usage is not None:
+            fields["usage"] = usage
+        fields["fromHook"] = False
+        if system:
+            fields["systemMessage"] = {**system, "timestamp": js_date_json(timestamp)}
+        return self._append_entry("compaction", self.live.leaf_id, **fields)
 
     def append_context_edit(self, target_id: str, replacement: dict[str, Any] | None) -> str:
         """pi 1.6.0's appendContextEdit (see `checked_edit`)."""
@@ -77,6 +102,8 @@ class SessionAppender:
     def _append_entry(self, etype: str, parent: str | None, **fields: Any) -> str:
         idx = self.live.index
         entry = {"type": etype, "id": new_id(idx.by_id), "parentId": parent, "timestamp": now_iso(), **fields}
+        if etype == "compaction" and entry.get("firstKeptEntryId") is None:
+            entry["firstKeptEntryId"] = entry["id"]  # pi 1.6.0: retain none, keep from the compaction itself
         if idx.version < 3 and migrate_in_place(idx):
             idx.refresh()  # ids are kept; the header changed
         append_lines(idx.path, [entry])
@@ -97,6 +124,25 @@ class SessionAppender:
         if appended or reset:
             self.appended += appended
             self.live.leaf_id, self.live.explicit = self.live.index.last_id, False
+
+
+def first_entries(provider: str, model_id: str, level: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What pi's SessionManager holds back until the conversation starts and then writes with
+    the header in one go: the model, the thinking level, then the messages (system, user)."""
+    out: list[dict[str, Any]] = []
+    taken: set[str] = set()
+    parent: str | None = None
+    kinds: list[tuple[str, dict[str, Any]]] = [
+        ("model_change", {"provider": provider, "modelId": model_id}),
+        ("thinking_level_change", {"thinkingLevel": level}),
+    ]
+    kinds += [("message", {"message": m}) for m in messages]
+    for etype, fields in kinds:
+        eid = new_id(taken)
+        taken.add(eid)
+        out.append({"type": etype, "id": eid, "parentId": parent, "timestamp": now_iso(), **fields})
+        parent = eid
+    return out
 
 
 def checked_edit(live: LiveSession, target_id: str, replacement: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -51,6 +51,8 @@ def switch(
     """Move the leaf as pi's navigateTree does; with a summary, append it under the new leaf."""
     new_leaf, editor_text = navigate_target(live, target)
     before = live.leaf_id, live.explicit
+    if summary is not None:
+        summary = {**summary, "fromId": live.leaf_id}  # pi 1.6.0: the leaf navigated away from
     live.leaf_id, live.explicit = new_leaf, True
     try:
         return _switch_writes(state, live, target, new_leaf, editor_text, label, persist, summary, busy)
@@ -76,7 +78,13 @@ def _switch_writes(
         details = {"readFiles": summary["readFiles"], "modifiedFiles": summary["modifiedFiles"]}
         ops.append(
             oplib.SummaryOp(
-                parentId=new_leaf, summary=summary["summary"], details=details, label=label, persist=persist
+                parentId=new_leaf,
+                summary=summary["summary"],
+                details=details,
+                label=label,
+                persist=persist,
+                fromId=summary.get("fromId"),
+                usage=summary.get("usage"),
             )
         )
     else:

@@ -31,6 +31,8 @@ class SummaryOp(msgspec.Struct, tag="summary", tag_field="op"):
     details: dict[str, Any]
     label: str | None = None
     persist: bool = False
+    fromId: str | None = None  # the leaf navigated away from (pi 1.6.0); None: the root
+    usage: dict[str, Any] | None = None
 
 
 class CompactionOp(msgspec.Struct, tag="compaction", tag_field="op"):
@@ -38,6 +40,7 @@ class CompactionOp(msgspec.Struct, tag="compaction", tag_field="op"):
     firstKeptEntryId: str | None
     tokensBefore: int
     details: dict[str, Any]
+    usage: dict[str, Any] | None = None
 
 
 class LeafOp(msgspec.Struct, tag="leaf", tag_field="op"):
@@ -63,14 +66,14 @@ def apply(op: Op, appender: SessionAppender) -> list[str]:
     if isinstance(op, NameOp):
         return [appender.append_session_name(op.name)]
     if isinstance(op, SummaryOp):
-        ids = [appender.append_branch_summary(op.parentId, op.summary, op.details)]
+        ids = [appender.append_branch_summary(op.parentId, op.summary, op.details, op.fromId, op.usage)]
         if op.label is not None:
             ids.append(appender.append_label(ids[0], op.label))
         if op.persist:
             ids.append(appender.append_leaf_marker(ids[0]))
         return ids
     if isinstance(op, CompactionOp):
-        return [appender.append_compaction(op.summary, op.firstKeptEntryId, op.tokensBefore, op.details)]
+        return [appender.append_compaction(op.summary, op.firstKeptEntryId, op.tokensBefore, op.details, op.usage)]
     if isinstance(op, EditOp):
         return [appender.append_context_edit(op.targetId, op.replacement)]
     return [appender.append_leaf_marker(op.leafId)]

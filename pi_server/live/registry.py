@@ -302,11 +302,12 @@ class Registry:
         refuse_samples(live.path)
         return navigate.fork(live, leaf_id)
 
-    def new_session(self, cwd: str) -> str:
-        """pi's SessionManager.create layout: <root>/--<cwd>--/<timestamp>_<uuid>.jsonl, header only."""
+    def new_session(self, cwd: str, entries: list[dict[str, Any]] | None = None) -> str:
+        """pi's SessionManager.create layout: <root>/--<cwd>--/<timestamp>_<uuid>.jsonl: the header
+        and the first entries, written at once."""
         rest = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
         safe = "--" + rest.replace("/", "-").replace("\\", "-").replace(":", "-") + "--"
         directory = os.path.join(self.roots[0], safe)
         refuse_samples(directory)
         os.makedirs(directory, exist_ok=True)
-        return new_session_file(directory, {"cwd": cwd}, [])
+        return new_session_file(directory, {"cwd": cwd}, entries or [])

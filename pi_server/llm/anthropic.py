@@ -1,187 +1,119 @@
-"""A ready Anthropic Messages API request body, shaped as pi's Anthropic provider shapes it.
+"""A ready Anthropic Messages API request body, as pi-ai 1.6.0's streamSimple builds it
+(api/anthropic-messages buildParams), with an API key and no session id.
 
-On top of pi's shape, consecutive turns of the same role are merged into one,
-so the body is accepted as it is.
+On top of pi's shape, consecutive user or assistant turns are merged into one
+(`merge`), so the body is accepted as it is.
 """
 
 from __future__ import annotations
 
-import os
-import re
+import math
+from functools import partial
 from typing import Any
 
-from pi_server.jsutil import js_trim
-from pi_server.llm.models import ModelInfo
+from pi_server.llm.anthropic_messages import (
+    cache_control,
+    convert_messages,
+    dicts,
+    merge_turns,
+    norm_id,
+    sanitize,
+    with_effort_markers,
+)
+from pi_server.llm.context_estimate import NAN, clamp_max_tokens, js_min
+from pi_server.llm.models import ADAPTIVE, EFFORT, MID_SYSTEM, MID_TOOLS, ModelInfo
+from pi_server.llm.strict_schema import anthropic_rejects, is_strict, strict_schema
+from pi_server.llm.transcript import collapse_system_messages, current_tools, system_message_text
 from pi_server.llm.transform import transform_messages
 
-_LONE = re.compile(r"[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
+__all__ = ["cache_control", "request_body", "sanitize", "thinking_options"]
+
 _BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
-_ADAPTIVE = ("opus-4-6", "opus-4.6", "opus-4-7", "opus-4.7", "sonnet-4-6", "sonnet-4.6")
+_INTERLEAVED = "interleaved-thinking-2025-05-14"
+_FALLBACK = "server-side-fallback-2026-07-01"
+_MID_EFFORT = ("mid-conversation-output-config-2026-07-01", "thinking-binding-controls-2026-08-01")
+_INLINE_TOOLS = "inline-tools-2026-09-15"
+# declared with native tool changes so the first change keeps the cached prefix
+_PLACEHOLDER = {
+    "name": "__pi_deferred_placeholder__",
+    "description": "Reserved placeholder. Never available. Never call this.",
+    "input_schema": {"type": "object", "properties": {}, "required": []},
+    "defer_loading": True,
+}
 
 
-def sanitize(s: Any) -> Any:
-    return _LONE.sub("", s) if isinstance(s, str) else s
-
-
-def _norm_id(i: Any) -> Any:
-    return re.sub(r"[^a-zA-Z0-9_-]", "_", i)[:64] if isinstance(i, str) else i
-
-
-def _tool_result_content(content: Any) -> Any:
-    blocks = content if isinstance(content, list) else []
-    if not any(isinstance(b, dict) and b.get("type") == "image" for b in blocks):
-        return sanitize("\n".join(_text(b) for b in blocks))
-    out: list[dict[str, Any]] = []
-    for b in blocks:
-        if b.get("type") == "text":
-            out.append({"type": "text", "text": sanitize(b.get("text"))})
-        else:
-            out.append(_image(b))
-    if not any(b["type"] == "text" for b in out):
-        out.insert(0, {"type": "text", "text": "(see attached image)"})
+def convert_tools(
+    tools: list[dict[str, Any]], cache: dict[str, Any] | None = None, strict_ok: bool = True
+) -> list[dict[str, Any]]:
+    """pi's convertTools with an API key and eager input streaming; with `strict_ok` (the
+    model's supportsStrictTools) a tool asking for constrained sampling is sent strict where its schema allows."""
+    out = []
+    for k, t in enumerate(tools):
+        strict = is_strict(t, strict_ok, anthropic_rejects)
+        params = strict_schema(t.get("parameters")) if strict else t.get("parameters")
+        schema = params if isinstance(params, dict) else {}
+        inp: dict[str, Any] = {
+            "type": "object",
+            "properties": schema["properties"] if schema.get("properties") is not None else {},
+            "required": schema["required"] if schema.get("required") is not None else [],
+        }
+        for key in ("additionalProperties", "$defs", "definitions"):
+            if key in schema:
+                inp[key] = schema[key]
+        d: dict[str, Any] = {"name": t.get("name")}
+        if "description" in t:
+            d["description"] = t["description"]
+        d["eager_input_streaming"] = True
+        if strict:
+            d["strict"] = True
+            inp = {**schema, **inp}
+        d["input_schema"] = inp
+        if cache is not None and k == len(tools) - 1:
+            d["cache_control"] = cache
+        out.append(d)
     return out
 
 
-def _text(b: Any) -> str:
-    t = b.get("text") if isinstance(b, dict) else None
-    return t if isinstance(t, str) else ""
+def _reasoning(level: Any) -> Any:
+    """streamSimple's `reasoning` option: the session's level unless it is off."""
+    return level if level and level != "off" else None
 
 
-def _image(b: dict[str, Any]) -> dict[str, Any]:
-    src: dict[str, Any] = {"type": "base64"}
-    if "mimeType" in b:
-        src["media_type"] = b["mimeType"]
-    if "data" in b:
-        src["data"] = b["data"]
-    return {"type": "image", "source": src}
+def _effort(model: ModelInfo, level: Any) -> str:
+    """mapThinkingLevelToEffort."""
+    mapped = model.thinking_level_map.get(level) if isinstance(level, str) else None
+    if isinstance(mapped, str):
+        return mapped
+    return {"minimal": "low", "low": "low", "medium": "medium"}.get(level, "high") if isinstance(level, str) else "high"
 
 
-def convert_messages(llm: list[dict[str, Any]], ids: list[str], model: ModelInfo) -> tuple[list, list]:
-    """pi's convertMessages for the Anthropic API. Returns (params, entry id per param)."""
-    params: list[dict[str, Any]] = []
-    pids: list[str | None] = []
-    tm = transform_messages(llm, model, _norm_id)
-    i = 0
-    while i < len(tm):
-        m, src = tm[i]
-        role = m.get("role")
-        param = None
-        if role == "user":
-            param = _user_param(m.get("content"))
-        elif role == "assistant":
-            param = _assistant_param(m.get("content") or [])
-        elif role == "toolResult":
-            j = i
-            while j < len(tm) and tm[j][0].get("role") == "toolResult":
-                j += 1
-            param = {"role": "user", "content": [_tool_result(r) for r, _ in tm[i:j]]}
-            i = j - 1
-        if param is not None:
-            params.append(param)
-            pids.append(ids[src] if src >= 0 else None)
-        i += 1
-    _cache_last_user(params)
-    return params, pids
+def _budget(level: Any) -> float:
+    b = _BUDGETS.get("high" if level in ("xhigh", "max") else level) if isinstance(level, str) else None
+    return NAN if b is None else float(b)
 
 
-def _user_param(c: Any) -> dict[str, Any] | None:
-    if isinstance(c, str):
-        return {"role": "user", "content": sanitize(c)} if js_trim(c) else None
-    blocks = []
-    for b in c or []:
-        if b.get("type") == "text":
-            blocks.append({"type": "text", "text": sanitize(b.get("text"))})
-        else:
-            blocks.append(_image(b))
-    blocks = [b for b in blocks if b["type"] != "text" or js_trim(b["text"] or "")]
-    return {"role": "user", "content": blocks} if blocks else None
-
-
-def _assistant_param(content: list[dict[str, Any]]) -> dict[str, Any] | None:
-    blocks: list[dict[str, Any]] = []
-    for b in content:
-        t = b.get("type")
-        if t == "text":
-            if not js_trim(b.get("text") or ""):
-                continue
-            blocks.append({"type": "text", "text": sanitize(b.get("text"))})
-        elif t == "thinking":
-            if b.get("redacted"):
-                blocks.append({"type": "redacted_thinking", "data": b.get("thinkingSignature")})
-                continue
-            if not js_trim(b.get("thinking") or ""):
-                continue
-            sig = b.get("thinkingSignature")
-            if not sig or not js_trim(sig):
-                blocks.append({"type": "text", "text": sanitize(b.get("thinking"))})
-            else:
-                blocks.append({"type": "thinking", "thinking": sanitize(b.get("thinking")), "signature": sig})
-        elif t == "toolCall":
-            args = b.get("arguments")
-            blocks.append(
-                {
-                    "type": "tool_use",
-                    "id": b.get("id"),
-                    "name": b.get("name"),
-                    "input": {} if args is None else args,
-                }
-            )
-    return {"role": "assistant", "content": blocks} if blocks else None
-
-
-def _tool_result(r: dict[str, Any]) -> dict[str, Any]:
-    block: dict[str, Any] = {
-        "type": "tool_result",
-        "tool_use_id": r.get("toolCallId"),
-        "content": _tool_result_content(r.get("content")),
-    }
-    if "isError" in r:
-        block["is_error"] = r["isError"]
-    return block
-
-
-def _cache_last_user(params: list[dict[str, Any]]) -> None:
-    """pi marks the last user message (its last block) as the cache breakpoint."""
-    cache = cache_control()
-    if params and params[-1]["role"] == "user":
-        last = params[-1]
-        if isinstance(last["content"], list):
-            if last["content"] and last["content"][-1].get("type") in ("text", "image", "tool_result"):
-                last["content"][-1]["cache_control"] = cache
-        elif isinstance(last["content"], str):
-            last["content"] = [{"type": "text", "text": last["content"], "cache_control": cache}]
-
-
-def cache_control(retention: str | None = None) -> dict[str, Any]:
-    """pi's cache_control for a retention ("short" or "long"; by default PI_CACHE_RETENTION's)."""
-    if retention is None:
-        retention = "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
-    if retention == "long":
-        return {"type": "ephemeral", "ttl": "1h"}
-    return {"type": "ephemeral"}
-
-
-def merge_turns(params: list[dict[str, Any]], pids: list) -> tuple[list, list]:
-    """Merge consecutive same-role messages (content as block lists)."""
-    out: list[dict[str, Any]] = []
-    oids: list = []
-    for m, eid in zip(params, pids, strict=True):
-        if out and out[-1]["role"] == m["role"]:
-            prev = out[-1]
-            prev["content"] = _blocks(prev["content"]) + _blocks(m["content"])
-            continue
-        out.append({"role": m["role"], "content": m["content"]})
-        oids.append(eid)
-    return out, oids
-
-
-def _blocks(c: Any) -> list:
-    return [{"type": "text", "text": c}] if isinstance(c, str) else list(c)
+def _stream_options(model: ModelInfo, level: Any, msgs: list[dict[str, Any]]) -> dict[str, Any]:
+    """streamSimple's options: max_tokens (the model's, clamped to the room the context
+    `msgs` leaves), and thinking: off, an effort, or a budget."""
+    base = clamp_max_tokens(model, msgs, float(model.max_tokens))
+    reasoning = _reasoning(level)
+    if reasoning is None:
+        return {"max_tokens": base, "thinking": False}
+    if model.has(ADAPTIVE):
+        return {"max_tokens": base, "thinking": True, "effort": _effort(model, reasoning)}
+    budget = _budget(reasoning)
+    adjusted = js_min(base + budget, float(model.max_tokens))
+    if adjusted <= budget:
+        budget = js_min(budget, max(0.0, adjusted - 1024))
+    out = clamp_max_tokens(model, msgs, adjusted)
+    room = NAN if math.isnan(out) else max(0.0, out - 1024)
+    return {"max_tokens": out, "thinking": True, "budget": js_min(budget, room)}
 
 
 def thinking_options(model: ModelInfo, level: Any, max_tokens: int | None = None) -> dict[str, Any]:
-    """max_tokens, thinking and output_config as pi's streamSimpleAnthropic sets them
-    (`max_tokens`: what the caller asked for; pi's default is the model's, capped at 32,000)."""
+    """max_tokens, thinking and output_config as pi 0.73.1's streamSimpleAnthropic set them,
+    which summary requests still follow (`max_tokens`: what the caller asked for; pi's
+    default was the model's, capped at 32,000)."""
     base = max_tokens if max_tokens else (min(model.max_tokens, 32000) if model.max_tokens > 0 else 0)
     out: dict[str, Any] = {"max_tokens": base or model.max_tokens // 3}
     reasoning = level if isinstance(level, str) and level and level != "off" else None
@@ -189,7 +121,7 @@ def thinking_options(model: ModelInfo, level: Any, max_tokens: int | None = None
         if model.reasoning:
             out["thinking"] = {"type": "disabled"}
         return out
-    if any(s in model.id for s in _ADAPTIVE):
+    if model.has(ADAPTIVE):
         if model.reasoning:
             out["thinking"] = {"type": "adaptive", "display": "summarized"}
             mapped = model.thinking_level_map.get(reasoning)
@@ -211,16 +143,90 @@ def thinking_options(model: ModelInfo, level: Any, max_tokens: int | None = None
     return out
 
 
+def _json_int(x: float) -> int | None:
+    """A JS number as JSON sends it: NaN as null."""
+    return None if math.isnan(x) else int(x)
+
+
+def _thinking_fields(model: ModelInfo, opts: dict[str, Any], effort_messages: bool, disabled: bool) -> dict[str, Any]:
+    if disabled:
+        return {"thinking": {"type": "disabled"}}
+    if effort_messages:
+        # the top-level effort is part of the cached prompt; the markers set each reply's
+        thinking = {
+            "type": "adaptive",
+            "display": "summarized",
+            "block_binding": {"prefix_mismatch_behavior": "drop_block"},
+        }
+        return {"thinking": thinking, "output_config": {"effort": "low"}}
+    if not (model.reasoning and opts["thinking"]):
+        return {}
+    if model.has(ADAPTIVE):
+        out: dict[str, Any] = {"thinking": {"type": "adaptive", "display": "summarized"}}
+        if opts.get("effort"):
+            out["output_config"] = {"effort": opts["effort"]}
+        return out
+    budget = opts["budget"]
+    budget_tokens = 1024 if not budget or math.isnan(budget) else int(budget)
+    return {"thinking": {"type": "enabled", "budget_tokens": budget_tokens, "display": "summarized"}}
+
+
+def _betas(model: ModelInfo, thinking: bool, native_tools: bool) -> list[str]:
+    out = []
+    if model.reasoning and thinking and not model.has(ADAPTIVE):
+        out.append(_INTERLEAVED)
+    if model.fallbacks:
+        out.append(_FALLBACK)
+    if model.has(EFFORT):
+        out += _MID_EFFORT
+    if native_tools:
+        out.append(_INLINE_TOOLS)
+    return out
+
+
 def request_body(
     llm: list[dict[str, Any]], ids: list[str], model: ModelInfo, thinking_level: Any, *, merge: bool = True
 ) -> tuple[dict[str, Any], list]:
-    params, pids = convert_messages(llm, ids, model)
+    """The body for the LLM messages `llm` (entry ids `ids`); returns it and the entry id per body message."""
+    opts = _stream_options(model, thinking_level, llm)
+    cache = cache_control()
+    if model.has(MID_SYSTEM):
+        msgs, mids = llm, list(ids)
+    else:
+        msgs = collapse_system_messages(llm)
+        mids = [None] * (len(msgs) - sum(1 for m in llm if m.get("role") != "system"))
+        mids += [i for m, i in zip(llm, ids, strict=True) if m.get("role") != "system"]
+    initial = msgs[0] if msgs and msgs[0].get("role") == "system" else None
+    tm = transform_messages(msgs, model, norm_id)
+    if initial is not None:
+        tm = tm[1:]
+    initial_tools = dicts((initial or {}).get("toolsAdded"))
+    native_tools = model.has(MID_SYSTEM) and model.has(MID_TOOLS) and bool(initial_tools)
+    disabled = model.reasoning and not opts["thinking"] and model.thinking_level_map.get("off", 0) is not None
+    effort_messages = model.has(EFFORT) and not disabled
+    params, pids, levels = convert_messages(
+        tm,
+        mids,
+        cache,
+        model.provider if effort_messages else None,
+        partial(convert_tools, strict_ok=model.strict_tools) if native_tools else None,
+    )
+    if effort_messages:
+        params, pids = with_effort_markers(params, pids, levels, opts.get("effort") or "high")
+    body: dict[str, Any] = {"model": model.id, "messages": params, "max_tokens": _json_int(opts["max_tokens"])}
+    body["stream"] = True
+    if betas := _betas(model, opts["thinking"], native_tools):
+        body["betas"] = betas
+    text = system_message_text(initial) if initial is not None else ""
+    if text:
+        body["system"] = [{"type": "text", "text": sanitize(text), "cache_control": cache}]
+    if native_tools:
+        body["tools"] = [*convert_tools(initial_tools, cache, model.strict_tools), _PLACEHOLDER]
+    elif tools := current_tools(msgs):
+        body["tools"] = convert_tools(tools, cache, model.strict_tools)
+    body.update(_thinking_fields(model, opts, effort_messages, disabled))
+    if model.fallbacks:
+        body["fallbacks"] = [{"model": f} for f in model.fallbacks]
     if merge:
-        params, pids = merge_turns(params, pids)
-    opts = thinking_options(model, thinking_level)
-    body: dict[str, Any] = {"model": model.id, "messages": params, "max_tokens": opts["max_tokens"], "stream": True}
-    if "thinking" in opts:
-        body["thinking"] = opts["thinking"]
-    if "output_config" in opts:
-        body["output_config"] = opts["output_config"]
+        body["messages"], pids = merge_turns(body["messages"], pids)
     return body, pids

@@ -1,8 +1,8 @@
 """What pi knows of the models whose request shapes we build.
 
-Context window, output limit, reasoning support, thinking-level mapping and
-prices of Anthropic's models as pi 0.73.1 lists them; an unknown model id gets
-the defaults of pi's current Sonnet.
+Context window, output limit, reasoning support, thinking-level mapping, prices
+and the request features (pi-ai's `compat`) of Anthropic's models as pi-ai 1.6.0
+lists them; an unknown model id gets pi's default, claude-sonnet-4-5.
 """
 
 from __future__ import annotations
@@ -10,6 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 _USAGE_FIELDS = {"input": "input", "output": "output", "cacheRead": "cache_read", "cacheWrite": "cache_write"}
+
+# pi-ai's model.compat flags, as bits
+ADAPTIVE = 1  # forceAdaptiveThinking: effort levels instead of thinking budgets
+EFFORT = 2  # supportsMidConvoEffort: effort markers between messages, adaptive thinking always
+MID_SYSTEM = 4  # supportsMidConvoSystemMessages: later system messages sent in place
+MID_TOOLS = 8  # supportsMidConvoToolChanges: tool changes as tool_addition / tool_removal blocks
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,42 +41,123 @@ class ModelInfo:
     context_window: int
     reasoning: bool
     images: bool = True
-    thinking_level_map: dict[str, str] = field(default_factory=dict)
+    # pi's thinkingLevelMap: a level mapped to the provider's effort, None where the level is unsupported
+    thinking_level_map: dict[str, str | None] = field(default_factory=dict)
     cost: Cost = Cost()
+    flags: int = 0
+    strict_tools: bool = False  # compat.supportsStrictTools
+    fallbacks: tuple[str, ...] = ()  # compat.allowedFallbackModels
+
+    def has(self, flag: int) -> bool:
+        return bool(self.flags & flag)
 
 
 def _a(
-    mid: str, reasoning: bool, max_tokens: int, window: int, cost: Cost, tlm: dict[str, str] | None = None
+    mid: str,
+    max_tokens: int,
+    window: int,
+    cost: Cost,
+    flags: int,
+    levels: dict[str, str | None] | None = None,
+    fallbacks: tuple[str, ...] = (),
 ) -> ModelInfo:
-    return ModelInfo(mid, "anthropic", "anthropic-messages", max_tokens, window, reasoning, True, tlm or {}, cost)
+    return ModelInfo(
+        mid,
+        "anthropic",
+        "anthropic-messages",
+        max_tokens,
+        window,
+        True,
+        True,
+        levels or {},
+        cost,
+        flags,
+        True,
+        fallbacks,
+    )
 
+
+_ALL_LEVELS: dict[str, str | None] = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "max"}
 
 ANTHROPIC: dict[str, ModelInfo] = {
     m.id: m
     for m in [
-        _a("claude-3-5-haiku-20241022", False, 8192, 200000, Cost(0.8, 4, 0.08, 1)),
-        _a("claude-3-5-haiku-latest", False, 8192, 200000, Cost(0.8, 4, 0.08, 1)),
-        _a("claude-3-5-sonnet-20240620", False, 8192, 200000, Cost(3, 15, 0.3, 3.75)),
-        _a("claude-3-5-sonnet-20241022", False, 8192, 200000, Cost(3, 15, 0.3, 3.75)),
-        _a("claude-3-7-sonnet-20250219", True, 64000, 200000, Cost(3, 15, 0.3, 3.75)),
-        _a("claude-3-haiku-20240307", False, 4096, 200000, Cost(0.25, 1.25, 0.03, 0.3)),
-        _a("claude-3-opus-20240229", False, 4096, 200000, Cost(15, 75, 1.5, 18.75)),
-        _a("claude-3-sonnet-20240229", False, 4096, 200000, Cost(3, 15, 0.3, 0.3)),
-        _a("claude-haiku-4-5", True, 64000, 200000, Cost(1, 5, 0.1, 1.25)),
-        _a("claude-haiku-4-5-20251001", True, 64000, 200000, Cost(1, 5, 0.1, 1.25)),
-        _a("claude-opus-4-0", True, 32000, 200000, Cost(15, 75, 1.5, 18.75)),
-        _a("claude-opus-4-1", True, 32000, 200000, Cost(15, 75, 1.5, 18.75)),
-        _a("claude-opus-4-1-20250805", True, 32000, 200000, Cost(15, 75, 1.5, 18.75)),
-        _a("claude-opus-4-20250514", True, 32000, 200000, Cost(15, 75, 1.5, 18.75)),
-        _a("claude-opus-4-5", True, 64000, 200000, Cost(5, 25, 0.5, 6.25)),
-        _a("claude-opus-4-5-20251101", True, 64000, 200000, Cost(5, 25, 0.5, 6.25)),
-        _a("claude-opus-4-6", True, 128000, 1000000, Cost(5, 25, 0.5, 6.25), {"xhigh": "max"}),
-        _a("claude-opus-4-7", True, 128000, 1000000, Cost(5, 25, 0.5, 6.25), {"xhigh": "xhigh"}),
-        _a("claude-sonnet-4-0", True, 64000, 200000, Cost(3, 15, 0.3, 3.75)),
-        _a("claude-sonnet-4-20250514", True, 64000, 200000, Cost(3, 15, 0.3, 3.75)),
-        _a("claude-sonnet-4-5", True, 64000, 200000, Cost(3, 15, 0.3, 3.75)),
-        _a("claude-sonnet-4-5-20250929", True, 64000, 200000, Cost(3, 15, 0.3, 3.75)),
-        _a("claude-sonnet-4-6", True, 64000, 1000000, Cost(3, 15, 0.3, 3.75)),
+        _a(
+            "claude-fable-5",
+            128000,
+            1000000,
+            Cost(10, 50, 1, 12.5),
+            ADAPTIVE | MID_SYSTEM | MID_TOOLS,
+            {"off": None, "xhigh": "xhigh", "max": "max"},
+            ("claude-opus-4-8", "claude-opus-5"),
+        ),
+        _a(
+            "claude-fable-5-1",
+            128000,
+            1000000,
+            Cost(10, 50, 0.25, 12.5),
+            ADAPTIVE | EFFORT | MID_SYSTEM | MID_TOOLS,
+            {"off": None, "xhigh": "xhigh", "max": "max"},
+        ),
+        _a(
+            "claude-fable-5-2",
+            128000,
+            1000000,
+            Cost(8, 40, 0.2, 10),
+            ADAPTIVE | EFFORT | MID_SYSTEM | MID_TOOLS,
+            {"off": None, "xhigh": "xhigh", "max": "max"},
+            ("claude-opus-5",),
+        ),
+        _a("claude-haiku-4-5", 64000, 200000, Cost(1, 5, 0.1, 1.25), 0),
+        _a("claude-haiku-4-5-20251001", 64000, 200000, Cost(1, 5, 0.1, 1.25), 0),
+        _a(
+            "claude-haiku-5-5",
+            128000,
+            1000000,
+            Cost(0.1, 0.5, 0.01, 0.125),
+            ADAPTIVE | EFFORT | MID_SYSTEM | MID_TOOLS,
+            _ALL_LEVELS | {"minimal": None},
+        ),
+        _a("claude-opus-4-5", 64000, 200000, Cost(5, 25, 0.5, 6.25), 0),
+        _a("claude-opus-4-5-20251101", 64000, 200000, Cost(5, 25, 0.5, 6.25), 0),
+        _a("claude-opus-4-6", 128000, 1000000, Cost(5, 25, 0.5, 6.25), ADAPTIVE, {"max": "max"}),
+        _a("claude-opus-4-7", 128000, 1000000, Cost(5, 25, 0.5, 6.25), ADAPTIVE, {"xhigh": "xhigh", "max": "max"}),
+        _a(
+            "claude-opus-4-8",
+            128000,
+            1000000,
+            Cost(5, 25, 0.5, 6.25),
+            ADAPTIVE | MID_SYSTEM | MID_TOOLS,
+            {"xhigh": "xhigh", "max": "max"},
+        ),
+        _a(
+            "claude-opus-5",
+            128000,
+            1000000,
+            Cost(5, 25, 0.5, 6.25),
+            ADAPTIVE | EFFORT | MID_SYSTEM | MID_TOOLS,
+            {"xhigh": "xhigh", "max": "max"},
+        ),
+        _a(
+            "claude-opus-5-5",
+            128000,
+            1000000,
+            Cost(4, 20, 0.2, 5),
+            ADAPTIVE | EFFORT | MID_SYSTEM | MID_TOOLS,
+            {"off": None, "minimal": None} | _ALL_LEVELS,
+        ),
+        _a("claude-sonnet-4-5", 64000, 200000, Cost(3, 15, 0.3, 3.75), 0),
+        _a("claude-sonnet-4-5-20250929", 64000, 200000, Cost(3, 15, 0.3, 3.75), 0),
+        _a("claude-sonnet-4-6", 128000, 1000000, Cost(3, 15, 0.3, 3.75), ADAPTIVE, {"max": "max"}),
+        _a("claude-sonnet-5", 128000, 1000000, Cost(2, 10, 0.2, 2.5), ADAPTIVE, {"xhigh": "xhigh", "max": "max"}),
+        _a(
+            "claude-sonnet-5-5",
+            128000,
+            1000000,
+            Cost(2, 10, 0.1, 2.5),
+            ADAPTIVE | EFFORT | MID_SYSTEM | MID_TOOLS,
+            {"off": None, "minimal": None} | _ALL_LEVELS,
+        ),
     ]
 }
 

@@ -70,16 +70,3 @@ def estimate_tokens(m: dict[str, Any]) -> int:
 def estimate_total(messages: list[dict[str, Any]]) -> int:
     return sum(estimate_tokens(m) for m in messages)
 
-
-def estimate_tokens_073(m: dict[str, Any]) -> int:
-    """pi 0.73.1's estimate: system messages count nothing, images in user messages neither.
-    For the compaction and branch-summary rules that still follow pi 0.73.1."""
-    role = m.get("role")
-    if role == "system":
-        return 0
-    if role == "user":
-        content = m.get("content")
-        if isinstance(content, list):
-            texts = [b for b in content if isinstance(b, dict) and b.get("type") == "text"]
-            return math.ceil(_content_chars(texts) / 4)
-    return estimate_tokens(m)

@@ -1,8 +1,9 @@
-"""pi-ai's transformMessages: make a history replayable on a given model.
+"""pi-ai 1.6.0's transformMessages: make a history replayable on a given model.
 
-Thinking from other models becomes text, tool call ids are normalized, errored
-and aborted assistant turns are dropped, and tool calls left without results
-get pi's synthetic "No result provided" error results.
+Thinking from other models is dropped, tool call ids are normalized, errored
+and aborted assistant turns are dropped, tool calls left without results get
+pi's synthetic "No result provided" error results, and a system message
+between a tool call and its results waits until the results are in.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def _well_formed(m: Any) -> dict[str, Any]:
     if not isinstance(m, dict):
         return {}
     c = m.get("content")
+    if c is None:
+        return {**m, "content": []}
     role = m.get("role")
     if role == "user" and not isinstance(c, str):
         if not isinstance(c, list) or not all(isinstance(b, dict) for b in c):
@@ -89,17 +92,12 @@ def _assistant_content(
     for b in blocks:
         t = b.get("type") if isinstance(b, dict) else None
         if t == "thinking":
-            if b.get("redacted"):
-                if same:
-                    content.append(b)
-                continue
-            if same and b.get("thinkingSignature"):
-                content.append(b)
+            # thinking is only valid for the model that produced it
+            if not same:
                 continue
             th = b.get("thinking")
-            if not th or js_trim(th) == "":
-                continue
-            content.append(b if same else {"type": "text", "text": th})
+            if b.get("redacted") or b.get("thinkingSignature") or (th and js_trim(th) != ""):
+                content.append(b)
         elif t == "text":
             content.append(b if same else {"type": "text", "text": b.get("text")})
         elif t == "toolCall":
@@ -135,12 +133,15 @@ def _with_missing_results(staged: list[dict[str, Any]]) -> list[tuple[dict[str, 
     out: list[tuple[dict[str, Any], int]] = []
     pending: list[dict[str, Any]] = []
     seen: set[Any] = set()
+    held: list[tuple[dict[str, Any], int]] = []  # system messages met while tool calls were open
 
     def flush() -> None:
         nonlocal pending, seen
         out.extend(_missing_result(tc) for tc in pending if tc.get("id") not in seen)
         pending = []
         seen = set()
+        out.extend(held)
+        held.clear()
 
     for i, m in enumerate(staged):
         role = m.get("role")
@@ -159,6 +160,8 @@ def _with_missing_results(staged: list[dict[str, Any]]) -> list[tuple[dict[str, 
         elif role == "user":
             flush()
             out.append((m, i))
+        elif role == "system" and pending:
+            held.append((m, i))
         else:
             out.append((m, i))
     flush()

@@ -48,6 +48,13 @@ class Busy(PiError):
     KIND = "Busy"
 
 
+class NothingToCompact(PiError):
+    """pi 1.6.0's prepareCompaction found nothing to summarize (or the leaf is a compaction)."""
+
+    CODE = -32007
+    KIND = "NothingToCompact"
+
+
 class Internal(PiError):
     CODE = -32603
     KIND = "InternalError"

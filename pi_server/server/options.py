@@ -16,6 +16,8 @@ from pi_server.server import params
 from pi_server.store.state import default_state_dir
 
 DEFAULT_SUMMARY_TIMEOUT = 120.0
+DEFAULT_RESERVE_TOKENS = 16384  # pi's compaction defaults
+DEFAULT_KEEP_RECENT_TOKENS = 20000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,6 +25,25 @@ class SummarySettings:
     model: str | None = None
     max_tokens: int | None = None  # accepted; pi decides the budget
     timeout: float = DEFAULT_SUMMARY_TIMEOUT
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompactionSettings:
+    """pi 1.6.0's getCompactionSettings(model): a model override, else the setting, else pi's default."""
+
+    reserve_tokens: int | None = None
+    keep_recent_tokens: int | None = None
+    model_overrides: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+
+    def for_model(self, provider: str, model_id: str) -> tuple[int, int]:
+        """(reserveTokens, keepRecentTokens) for `provider/model_id`."""
+        reserve, keep = self.model_overrides.get(f"{provider}/{model_id}", (None, None))
+        reserve = reserve if reserve is not None else self.reserve_tokens
+        keep = keep if keep is not None else self.keep_recent_tokens
+        return (
+            reserve if reserve is not None else DEFAULT_RESERVE_TOKENS,
+            keep if keep is not None else DEFAULT_KEEP_RECENT_TOKENS,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +60,7 @@ class Options:
     max_live_entries: int = 100_000
     token: str | None = None
     summary: SummarySettings = field(default_factory=SummarySettings)
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
     agent: AgentSettings = field(default_factory=AgentSettings)
 
 
@@ -56,9 +78,19 @@ def resolve(raw: Any, flags: Any) -> tuple[Options, list[str]]:
         summary=SummarySettings(
             model=s.model, max_tokens=s.maxTokens, timeout=float(s.timeout or DEFAULT_SUMMARY_TIMEOUT)
         ),
+        compaction=_compaction(init.compaction),
         agent=AgentSettings(retry_base_delay_ms=a.retryBaseDelayMs, max_retries=a.maxRetries),
     )
     return opts, problems
+
+
+def _compaction(c: params.CompactionOptions | None) -> CompactionSettings:
+    if c is None:
+        return CompactionSettings()
+    overrides = {k: (v.reserveTokens, v.keepRecentTokens) for k, v in (c.modelOverrides or {}).items()}
+    return CompactionSettings(
+        reserve_tokens=c.reserveTokens, keep_recent_tokens=c.keepRecentTokens, model_overrides=overrides
+    )
 
 
 def _validated(raw: dict[str, Any], problems: list[str]) -> params.InitOptions:

@@ -135,6 +135,18 @@ class SummaryOptions(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
 
 
+class CompactionBudget(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    reserveTokens: int | None = Field(default=None, ge=0)
+    keepRecentTokens: int | None = Field(default=None, ge=0)
+
+
+class CompactionOptions(CompactionBudget):
+    """pi's compaction settings; `modelOverrides["provider/modelId"]` win for that model."""
+
+    modelOverrides: dict[str, CompactionBudget] | None = None
+
+
 class InitOptions(BaseModel):
     """initializationOptions (all optional)."""
 
@@ -142,6 +154,7 @@ class InitOptions(BaseModel):
     sessionDirs: list[str] | None = None
     stateDir: str | None = None
     summary: SummaryOptions | None = None
+    compaction: CompactionOptions | None = None
     agent: AgentOptions | None = None
     token: str | None = None
     busyTimeout: float | None = Field(default=None, gt=0)

@@ -1,7 +1,8 @@
 """Branch summaries as pi makes them: which entries, which fit, and the request text.
 
-Mirrors pi's collectEntriesForBranchSummary, prepareBranchEntries,
-serializeConversation and the file-operation tracking of compaction/utils.
+Mirrors pi 1.6.0's collectEntriesForBranchSummary, prepareBranchEntries (context
+edits honoured), serializeConversation (thinking left out) and the file-operation
+tracking of compaction/utils.
 """
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pi_server.context.build import compaction_summary_message, entry_message
+from pi_server.context.build import branch_summary_message, compaction_summary_message, project
 from pi_server.jsutil import js_stringify, u16len, u16slice, u16sort_key
 from pi_server.llm.convert import convert_to_llm
-from pi_server.llm.tokens import estimate_tokens_073 as estimate_tokens  # rules of pi 0.73.1
+from pi_server.llm.tokens import estimate_tokens
 from pi_server.store.index import SessionIndex
 from pi_server.summaries.prompts import BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT
 from pi_server.tree.paths import common_ancestor
@@ -47,16 +48,32 @@ def collect_entries(idx: SessionIndex, old_leaf: str | None, target: str | None)
     return idx.read_entries(positions), common
 
 
-def _message(entry: dict[str, Any]) -> dict[str, Any] | None:
+def _message(entry: dict[str, Any], edit: dict[str, Any] | None) -> dict[str, Any] | None:
+    """pi's getMessageFromEntry: an edited entry as projected, else its own message."""
     t = entry.get("type")
-    if t == "message" and isinstance(entry.get("message"), dict) and entry["message"].get("role") == "toolResult":
-        return None  # the call in the assistant message carries the context
+    if t == "message":
+        m = entry.get("message")
+        if not isinstance(m, dict) or m.get("role") == "toolResult":
+            return None  # the call in the assistant message carries the context
+        return (project(entry, edit) or [None])[0] if edit else m
+    if t == "custom_message":
+        return (project(entry, edit) or [None])[0]
+    if t == "branch_summary":
+        return branch_summary_message(entry)  # kept even when empty, as pi's summarizer does
     if t == "compaction":
         return compaction_summary_message(entry)
-    return entry_message(entry, empty_summaries=True)
+    return None
 
 
 def extract_file_ops(message: dict[str, Any], ops: FileOps) -> None:
+    """File operations of an assistant's tool calls, or of the nested calls on a tool result."""
+    if message.get("role") == "toolResult":
+        nested = message.get("nestedCalls")
+        calls = nested.get("calls") if isinstance(nested, dict) else None
+        for call in calls if isinstance(calls, list) else []:
+            if isinstance(call, dict):
+                _add_file_op(call.get("name"), call.get("arguments"), ops)
+        return
     if message.get("role") != "assistant" or not isinstance(message.get("content"), list):
         return
     for block in message["content"]:
@@ -64,13 +81,16 @@ def extract_file_ops(message: dict[str, Any], ops: FileOps) -> None:
             continue
         if "arguments" not in block or "name" not in block:
             continue
-        args = block["arguments"]
-        path = args.get("path") if isinstance(args, dict) else None
-        if not isinstance(path, str) or not path:
-            continue
-        target = {"read": ops.read, "write": ops.written, "edit": ops.edited}.get(block["name"])
-        if target is not None:
-            target[path] = None
+        _add_file_op(block["name"], block["arguments"], ops)
+
+
+def _add_file_op(name: Any, args: Any, ops: FileOps) -> None:
+    path = args.get("path") if isinstance(args, dict) else None
+    if not isinstance(path, str) or not path:
+        return
+    target = {"read": ops.read, "write": ops.written, "edit": ops.edited}.get(name)
+    if target is not None:
+        target[path] = None
 
 
 def prepare_entries(entries: list[dict[str, Any]], budget: int = 0) -> tuple[list[dict], FileOps, int]:
@@ -84,10 +104,12 @@ def prepare_entries(entries: list[dict[str, Any]], budget: int = 0) -> tuple[lis
                 ops.read[f] = None
             for f in modified if isinstance(modified, list) else []:
                 ops.edited[f] = None  # modified files count as edited, as pi dedupes them
+    # the latest context edit per target among the collected entries
+    edits = {e.get("targetId"): e for e in entries if e.get("type") == "context_edit"}
     messages: list[dict[str, Any]] = []
     total = 0
     for e in reversed(entries):
-        m = _message(e)
+        m = _message(e, edits.get(e.get("id")))
         if m is None:
             continue
         extract_file_ops(m, ops)
@@ -122,7 +144,10 @@ def _truncate(text: str, limit: int) -> str:
     n = u16len(text)
     if n <= limit:
         return text
-    return f"{u16slice(text, 0, limit)}\n\n[... {n - limit} more characters truncated]"
+    head = u16slice(text, 0, limit)
+    if head and "\ud800" <= head[-1] <= "\udbff":
+        head = head[:-1]  # pi's sliceHead keeps a character cut in two out whole
+    return f"{head}\n\n[... {n - limit} more characters truncated]"
 
 
 def _texts(content: Any) -> str:
@@ -140,20 +165,18 @@ def serialize_conversation(messages: list[dict[str, Any]]) -> str:
             if text:
                 parts.append(f"[User]: {text}")
         elif role == "assistant":
-            texts, thinking, calls = [], [], []
+            # thinking is left out (pi 1.6.0): replayed reasoning is not what the model saw
+            texts, calls, has_text = [], [], False
             for b in m.get("content") or []:
                 t = b.get("type") if isinstance(b, dict) else None
                 if t == "text":
-                    texts.append(b.get("text"))
-                elif t == "thinking":
-                    thinking.append(b.get("thinking"))
+                    has_text = True
+                    texts.append(b.get("text") if isinstance(b.get("text"), str) else "")
                 elif t == "toolCall":
                     args = b.get("arguments") if isinstance(b.get("arguments"), dict) else {}
                     arg_text = ", ".join(f"{k}={js_stringify(v)}" for k, v in args.items())
                     calls.append(f"{b.get('name')}({arg_text})")
-            if thinking:
-                parts.append("[Assistant thinking]: " + "\n".join(thinking))
-            if texts:
+            if has_text:
                 parts.append("[Assistant]: " + "\n".join(texts))
             if calls:
                 parts.append("[Assistant tool calls]: " + "; ".join(calls))

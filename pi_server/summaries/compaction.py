@@ -1,19 +1,20 @@
-"""Compaction as pi prepares it: the cut point, what is summarized, the prompts.
+"""Compaction as pi 1.6.0 prepares it: on the projection, the cut point, what is summarized, the prompts.
 
-Mirrors pi's findCutPoint (keepRecentTokens, never cutting at a tool result,
-split turns), prepareCompaction (previous summary, file operations) and the
-prompts of generateSummary / generateTurnPrefixSummary.
+Mirrors pi's prepareCompaction (context edits applied, the projected previous
+compaction, system messages left to the entry's `systemMessage`),
+findProjectedCutPoint, estimateProjectedContextTokens and the prompts of
+generateSummary / generateTurnPrefixSummary.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from pi_server.context.build import context_for_path, entry_message
+from pi_server.context.build import context_for_path, entry_messages, project
 from pi_server.llm.convert import convert_to_llm
-from pi_server.llm.tokens import estimate_tokens_073 as estimate_tokens  # rules of pi 0.73.1
+from pi_server.llm.tokens import estimate_tokens
+from pi_server.llm.transcript import current_system_message
 from pi_server.summaries.branch import (
     FileOps,
     extract_file_ops,
@@ -31,69 +32,127 @@ from pi_server.summaries.prompts import (
 KEEP_RECENT_TOKENS = 20000
 RESERVE_TOKENS = 16384
 _CUT_ROLES = frozenset(("bashExecution", "custom", "branchSummary", "compactionSummary", "user", "assistant"))
+_TURN_ROLES = frozenset(("bashExecution", "custom", "branchSummary", "compactionSummary", "user"))
+
+Projected = tuple[dict[str, Any], list[dict[str, Any]]]  # (source entry, its messages)
 
 
-def _role(e: dict[str, Any]) -> Any:
-    m = e.get("message")
-    return m.get("role") if isinstance(m, dict) else None
+def projection(path: list[dict[str, Any]]) -> list[Projected]:
+    """pi's buildSessionProjection entries: each context entry with its (edited) messages."""
+    ctx = context_for_path(path)
+    edits = ctx.edits_in_force or {}
+    out: list[Projected] = []
+    for k, i in enumerate(ctx.selected or []):
+        e = path[i]
+        if e.get("type") == "compaction" and k > 0:
+            out.append((e, []))  # an older compaction inside the kept range contributes nothing
+            continue
+        edit = edits.get(e.get("id"))
+        out.append((e, project(e, path[edit] if edit is not None else None)))
+    return out
 
 
-def find_cut_point(entries: list[dict[str, Any]], start: int, end: int, keep: int) -> tuple[int, int, bool]:
-    """(first kept index, turn start index or -1, split turn)."""
+def _has(messages: list[dict[str, Any]], roles: frozenset[str]) -> bool:
+    return any(m.get("role") in roles for m in messages)
+
+
+def _starts_turn(p: Projected) -> bool:
+    return p[0].get("type") != "compaction" and _has(p[1], _TURN_ROLES)
+
+
+def _visible(p: Projected) -> bool:
+    return p[0].get("type") != "context_edit" and bool(entry_messages(p[0]))
+
+
+def _omitted(p: Projected) -> bool:
+    return _visible(p) and not p[1]
+
+
+def _recovery_suffix(suffix: list[Projected]) -> bool:
+    """A closed suffix holding only omitted attempts (and their edits): the cut moves past it."""
+    omitted = {p[0].get("id") for p in suffix if _omitted(p)}
+    external = any(
+        p[0].get("type") == "context_edit"
+        and p[0].get("replacement") is not None
+        and p[0].get("targetId") not in omitted
+        for p in suffix
+    )
+    attempt = any(
+        p[0].get("type") == "message" and (p[0].get("message") or {}).get("role") == "assistant" and _omitted(p)
+        for p in suffix
+    )
+    closed = all(p[0].get("type") != "compaction" and (not _visible(p) or _omitted(p)) for p in suffix)
+    return not external and attempt and closed
+
+
+def find_cut_point(entries: list[Projected], start: int, end: int, keep: int) -> tuple[int, int, bool]:
+    """pi's findProjectedCutPoint: (first kept index, turn start index or -1, split turn)."""
     cuts = [
-        i
-        for i in range(start, end)
-        if (entries[i].get("type") == "message" and _role(entries[i]) in _CUT_ROLES)
-        or entries[i].get("type") in ("branch_summary", "custom_message")
+        i for i in range(start, end) if entries[i][0].get("type") != "compaction" and _has(entries[i][1], _CUT_ROLES)
     ]
     if not cuts:
         return start, -1, False
     total = 0
+    exceeded = False
     cut = cuts[0]
     for i in range(end - 1, start - 1, -1):
-        e = entries[i]
-        if e.get("type") != "message":
+        tokens = sum(estimate_tokens(m) for m in entries[i][1])
+        if tokens == 0:
             continue
-        total += estimate_tokens(e.get("message") if isinstance(e.get("message"), dict) else {})
+        total += tokens
         if total >= keep:
-            cut = next((c for c in cuts if c >= i), cut)
+            exceeded = True
+            cut = next((c for c in cuts if c >= i), cuts[-1])
             break
+    if exceeded and _recovery_suffix(entries[cut + 1 : end]):
+        cut += 1
     while cut > start:
         prev = entries[cut - 1]
-        if prev.get("type") in ("compaction", "message"):
+        if prev[0].get("type") == "compaction" or prev[1]:
             break
-        cut -= 1  # take the settings entries just before along
-    is_user = entries[cut].get("type") == "message" and _role(entries[cut]) == "user"
-    turn = -1 if is_user else _turn_start(entries, cut, start)
-    return cut, turn, (not is_user and turn != -1)
+        cut -= 1  # take the bookkeeping entries just before along
+    if _starts_turn(entries[cut]):
+        return cut, -1, False
+    turn = next((i for i in range(cut, start - 1, -1) if _starts_turn(entries[i])), -1)
+    return cut, turn, turn != -1
 
 
-def _turn_start(entries: list[dict[str, Any]], index: int, start: int) -> int:
-    for i in range(index, start - 1, -1):
-        e = entries[i]
-        if e.get("type") in ("branch_summary", "custom_message"):
-            return i
-        if e.get("type") == "message" and _role(e) in ("user", "bashExecution"):
+def _usage_index(messages: list[dict[str, Any]]) -> int:
+    """The last assistant message with usable usage (not aborted/error, not all zero), or -1."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        usage = m.get("usage") if m.get("role") == "assistant" else None
+        if isinstance(usage, dict) and m.get("stopReason") not in ("aborted", "error") and _total(usage) > 0:
             return i
     return -1
 
 
-def _message(e: dict[str, Any]) -> dict[str, Any] | None:
-    # compactions are not summarized again: their summary is the previous summary
-    return entry_message(e, empty_summaries=True)
+def _total(usage: dict[str, Any]) -> int:
+    return usage.get("totalTokens") or sum(usage.get(k) or 0 for k in ("input", "output", "cacheRead", "cacheWrite"))
 
 
-def _usage_tokens(messages: list[dict[str, Any]]) -> int:
-    """pi's estimateContextTokens: the last valid usage, plus estimates after it."""
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        usage = m.get("usage") if m.get("role") == "assistant" else None
-        if usage and m.get("stopReason") not in ("aborted", "error") and isinstance(usage, dict):
-            base = usage.get("totalTokens") or sum(
-                usage.get(k) or 0 for k in ("input", "output", "cacheRead", "cacheWrite")
-            )
-            return base + sum(estimate_tokens(x) for x in messages[i + 1 :])
-    return sum(estimate_tokens(x) for x in messages)
+def tokens_before(entries: list[Projected], path: list[dict[str, Any]]) -> int:
+    """pi's estimateProjectedContextTokens: the last usage plus estimates after it, unless a
+    context edit or compaction came later; then an estimate (system messages once, replayed)."""
+    messages = [m for _, ms in entries for m in ms]
+    at = _usage_index(messages)
+    if at >= 0:
+        seen = 0
+        source = None
+        for e, ms in entries:
+            if at < seen + len(ms):
+                source = e.get("id")
+                break
+            seen += len(ms)
+        usage_pos = next((i for i, e in enumerate(path) if e.get("id") == source), -1) if source else -1
+        invalid = next(
+            (i for i in range(len(path) - 1, -1, -1) if path[i].get("type") in ("context_edit", "compaction")), -1
+        )
+        if usage_pos > invalid:
+            return _total(messages[at]["usage"]) + sum(estimate_tokens(m) for m in messages[at + 1 :])
+    system = current_system_message(messages)
+    tokens = estimate_tokens(system) if system else 0
+    return tokens + sum(estimate_tokens(m) for m in messages if m.get("role") != "system")
 
 
 @dataclass
@@ -108,37 +167,39 @@ class Preparation:
     modified_files: list[str]
 
 
+def _summarized(entries: list[Projected]) -> list[dict[str, Any]]:
+    """Messages to summarize: compactions give none; system messages are prompt state, not conversation."""
+    return [m for e, ms in entries if e.get("type") != "compaction" for m in ms if m.get("role") != "system"]
+
+
 def prepare_compaction(path: list[dict[str, Any]], keep: int = KEEP_RECENT_TOKENS) -> Preparation | None:
-    """None when there is nothing to compact (the leaf is a compaction) or entries lack ids."""
+    """pi's prepareCompaction; None when there is nothing to compact (pi's `undefined`)."""
     if path and path[-1].get("type") == "compaction":
         return None
-    prev = next((i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction"), -1)
-    previous = None
-    start = 0
-    ops = FileOps()
-    if prev >= 0:
-        pc = path[prev]
-        previous = pc.get("summary")
-        kept = next((i for i, e in enumerate(path) if e.get("id") == pc.get("firstKeptEntryId")), -1)
-        start = kept if kept >= 0 else prev + 1
-        details = pc.get("details")
-        if not pc.get("fromHook") and isinstance(details, dict):
-            for f in details.get("readFiles") if isinstance(details.get("readFiles"), list) else []:
-                ops.read[f] = None
-            for f in details.get("modifiedFiles") if isinstance(details.get("modifiedFiles"), list) else []:
-                ops.edited[f] = None
-    tokens_before = _usage_tokens(context_for_path(path).messages)
-    cut, turn, split = find_cut_point(path, start, len(path), keep)
-    first_kept = path[cut].get("id") if cut < len(path) else None
+    entries = projection(path)
+    prev = next((i for i, (e, ms) in enumerate(entries) if e.get("type") == "compaction" and ms), -1)
+    start = prev + 1 if prev >= 0 else 0
+    previous = entries[prev][0].get("summary") if prev >= 0 else None
+    before = tokens_before(entries, path)
+    cut, turn, split = find_cut_point(entries, start, len(entries), keep)
+    first_kept = entries[cut][0].get("id") if cut < len(entries) else None
     if not first_kept:
         return None
-    history_end = turn if split else cut
-    summarize = [m for e in path[start:history_end] if (m := _message(e)) is not None]
-    prefix = [m for e in path[turn:cut] if (m := _message(e)) is not None] if split else []
+    summarize = _summarized(entries[start : turn if split else cut])
+    prefix = _summarized(entries[turn:cut]) if split else []
+    if not summarize and not prefix:
+        return None
+    ops = FileOps()
+    details = entries[prev][0].get("details") if prev >= 0 else None
+    if prev >= 0 and not entries[prev][0].get("fromHook") and isinstance(details, dict):
+        for f in details.get("readFiles") if isinstance(details.get("readFiles"), list) else []:
+            ops.read[f] = None
+        for f in details.get("modifiedFiles") if isinstance(details.get("modifiedFiles"), list) else []:
+            ops.edited[f] = None
     for m in summarize + prefix:
         extract_file_ops(m, ops)
     read, modified = file_lists(ops)
-    return Preparation(first_kept, summarize, prefix, split, tokens_before, previous, read, modified)
+    return Preparation(first_kept, summarize, prefix, split, before, previous, read, modified)
 
 
 def history_prompt(prep: Preparation, custom: str | None = None) -> str:
@@ -152,29 +213,44 @@ def history_prompt(prep: Preparation, custom: str | None = None) -> str:
     return text + base
 
 
-def turn_prefix_prompt(prep: Preparation) -> str:
+def turn_prefix_prompt(prep: Preparation, custom: str | None = None) -> str:
     llm, _ = convert_to_llm(prep.turn_prefix)
-    return f"<conversation>\n{serialize_conversation(llm)}\n</conversation>\n\n{TURN_PREFIX_PROMPT}"
-
-
-def max_tokens(kind: str, reserve: int = RESERVE_TOKENS) -> int:
-    return math.floor((0.8 if kind == "history" else 0.5) * reserve)
+    text = f"# Conversation\n{serialize_conversation(llm)}\n\n# Instructions\n{TURN_PREFIX_PROMPT}"
+    return f"{text}\n\nAdditional focus: {custom}" if custom else text
 
 
 def requests(prep: Preparation, model: Any, thinking: Any, custom: str | None = None) -> dict[str, dict[str, Any]]:
-    """The request bodies pi's compact sends: the history (unless a split turn has none) and the turn prefix."""
+    """The request bodies pi's compact sends, in order: the history (unless a split turn has
+    none) then the turn prefix; pi sends them one after the other."""
     out: dict[str, dict[str, Any]] = {}
     split = prep.split_turn and bool(prep.turn_prefix)
     if prep.to_summarize or not split:
-        out["history"] = request_body(model, history_prompt(prep, custom), max_tokens("history"), thinking)
+        out["history"] = request_body(model, history_prompt(prep, custom), thinking)
     if split:
-        out["prefix"] = request_body(model, turn_prefix_prompt(prep), max_tokens("prefix"), thinking)
+        out["prefix"] = request_body(model, turn_prefix_prompt(prep, custom), thinking)
     return out
 
 
 def merge(prep: Preparation, texts: dict[str, str]) -> str:
-    """pi's compaction summary from the model's answers, file lists appended."""
-    summary = texts.get("history", "No prior history.")
+    """pi's compaction summary from the model's answers, file lists appended. A split turn with
+    no history before it keeps the previous summary, if any."""
+    summary = texts["history"] if "history" in texts else (prep.previous_summary or "No prior history.")
     if prep.split_turn and prep.turn_prefix:
         summary = f"{summary}\n\n---\n\n**Turn Context (split turn):**\n\n{texts['prefix']}"
     return summary + format_file_operations(prep.read_files, prep.modified_files)
+
+
+def combine_usage(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
+    """pi's combineUsage of the history and turn-prefix calls (key order as pi writes it)."""
+    if a is None or b is None:
+        return a or b
+    out = {k: a.get(k, 0) + b.get(k, 0) for k in ("input", "output", "cacheRead", "cacheWrite")}
+    for k in ("cacheWrite1h", "reasoning"):
+        if k in a or k in b:
+            out[k] = a.get(k, 0) + b.get(k, 0)
+    out["totalTokens"] = a.get("totalTokens", 0) + b.get("totalTokens", 0)
+    ca, cb = a.get("cost") or {}, b.get("cost") or {}
+    cost = {k: ca.get(k, 0) + cb.get(k, 0) for k in ("input", "output", "cacheRead", "cacheWrite", "total")}
+    cost["totalFromProvider"] = ca.get("totalFromProvider") is True and cb.get("totalFromProvider") is True
+    out["cost"] = cost
+    return out

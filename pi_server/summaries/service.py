@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import msgspec
@@ -11,11 +10,11 @@ import pi_server.summaries.compaction as compaction
 from pi_server.llm.client import api_key
 from pi_server.llm.models import ANTHROPIC, DEFAULT_ANTHROPIC, ModelInfo
 from pi_server.summaries.branch import BranchRequest, collect_entries, finish_summary, prepare_branch_summary
-from pi_server.summaries.client import complete, request_body
+from pi_server.summaries.client import complete_with_usage, request_body
 from pi_server.summaries.extractive import extractive_summary
 
 
-class Summary(msgspec.Struct, rename="camel"):
+class Summary(msgspec.Struct, rename="camel", omit_defaults=True):
     """A branch summary and what it covered (the `pi/summarizeBranch` result)."""
 
     summary: str
@@ -24,6 +23,7 @@ class Summary(msgspec.Struct, rename="camel"):
     entry_ids: list[str]
     common_ancestor_id: str | None
     source: str  # "anthropic" | "extractive" | "empty"
+    usage: dict[str, Any] | None = None  # the model call's, as pi stores it on the entry
 
 
 def summary_model(session_model: dict | None, configured: str | None) -> ModelInfo:
@@ -44,15 +44,23 @@ def prepare(
 
 
 async def summarize(
-    req: BranchRequest, entries: list[dict[str, Any]], model: ModelInfo, *, timeout: float = 120.0
+    req: BranchRequest,
+    entries: list[dict[str, Any]],
+    model: ModelInfo,
+    thinking: Any = None,
+    *,
+    timeout: float = 120.0,
+    base_url: str | None = None,
 ) -> Summary:
+    """pi's generateBranchSummary at the session's thinking level. With nothing to summarize pi
+    still answers (and navigateTree stores) "No content to summarize", without file lists."""
     if req.prompt is None:
-        return Summary(
-            "No content to summarize", req.read_files, req.modified_files, req.entry_ids, req.common_ancestor, "empty"
-        )
+        return Summary("No content to summarize", [], [], req.entry_ids, req.common_ancestor, "empty")
     key = api_key()
+    usage = None
     if key:
-        text = await complete(request_body(model, req.prompt), key, timeout=timeout)
+        body = request_body(model, req.prompt, thinking)
+        text, usage = await complete_with_usage(body, key, model=model, timeout=timeout, base_url=base_url)
         source = "anthropic"
     else:
         text = extractive_summary(req, entries)
@@ -64,18 +72,29 @@ async def summarize(
         req.entry_ids,
         req.common_ancestor,
         source,
+        usage,
     )
 
 
 async def compact(
-    prep: Any, model: ModelInfo, thinking: Any, custom: str | None, *, timeout: float = 120.0
-) -> tuple[str, str]:
-    """The compaction summary (text, source): Anthropic when a key is there, else extractive."""
+    prep: Any,
+    model: ModelInfo,
+    thinking: Any,
+    custom: str | None,
+    *,
+    timeout: float = 120.0,
+    base_url: str | None = None,
+) -> tuple[str, str, dict[str, Any] | None]:
+    """The compaction summary (text, source, usage): Anthropic when a key is there, else
+    extractive. As pi 1.6.0, the history and the turn prefix are asked for one after the other."""
     key = api_key()
     if key:
-        bodies = compaction.requests(prep, model, thinking, custom)
-        answers = await asyncio.gather(*(complete(b, key, timeout=timeout) for b in bodies.values()))
-        return compaction.merge(prep, dict(zip(bodies, answers, strict=True))), "anthropic"
+        texts: dict[str, str] = {}
+        usage = None
+        for kind, body in compaction.requests(prep, model, thinking, custom).items():
+            texts[kind], used = await complete_with_usage(body, key, model=model, timeout=timeout, base_url=base_url)
+            usage = compaction.combine_usage(usage, used)
+        return compaction.merge(prep, texts), "anthropic", usage
     texts = {}
     for kind, messages in (("history", prep.to_summarize), ("prefix", prep.turn_prefix)):
         if messages:
@@ -83,4 +102,4 @@ async def compact(
             texts[kind] = extractive_summary(req, [{"type": "message", "message": m} for m in messages])
     if prep.split_turn and prep.turn_prefix and "prefix" not in texts:
         texts["prefix"] = "(no turn prefix)"
-    return compaction.merge(prep, texts), "extractive"
+    return compaction.merge(prep, texts), "extractive", None

@@ -1,48 +1,53 @@
-// pi's branch summaries as the oracle: for pairs (old leaf, target) of a session, pi's
-// collectEntriesForBranchSummary / prepareBranchEntries / serializeConversation, and the
-// request pi's generateBranchSummary sends to a loopback fake Anthropic API.
-// Usage: node tests/oracle/branch_summary.mjs SESSION_FILE PAIRS_JSON
-import http from "node:http";
-import { getModel } from "@mariozechner/pi-ai";
-import {
-  SessionManager, collectEntriesForBranchSummary, convertToLlm, generateBranchSummary,
-  prepareBranchEntries, serializeConversation,
-} from "@mariozechner/pi-coding-agent";
+// pi 1.6.0's branch summaries as the oracle (run with node >= 22.19): for pairs (old leaf, target)
+// of a session, what pi's navigateTree does with `summarize`: collectEntriesForBranchSummary,
+// generateBranchSummary against the given loopback fake Anthropic API (thinking = the level of
+// the session at the old leaf), then branchWithSummary on a copy of the file.
+// Usage: node tests/oracle/branch_summary.mjs SESSION_FILE BASE_URL PAIRS_JSON
+//   a pair: {from, to, custom?, replace?, model?} (model: an Anthropic model id, default claude-sonnet-4-5)
+// Prints [{from, to, entryIds, commonAncestorId, serialized, tokens, messages, thinking, result, entry, leaf}].
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 
-const [file, pairsJson] = process.argv.slice(2);
-const pairs = JSON.parse(pairsJson);
-const bodies = [];
-const sse = (type, data) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
-const server = http.createServer((req, res) => {
-  let body = "";
-  req.on("data", (c) => (body += c));
-  req.on("end", () => {
-    bodies.push({ path: req.url, body });
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    res.write(sse("message_start", { message: { id: "msg_1", type: "message", role: "assistant", model: "m",
-      content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 1 } } }));
-    res.write(sse("content_block_start", { index: 0, content_block: { type: "text", text: "" } }));
-    res.write(sse("content_block_delta", { index: 0, delta: { type: "text_delta", text: "## Goal\nA canned summary." } }));
-    res.write(sse("content_block_stop", { index: 0 }));
-    res.write(sse("message_delta", { delta: { stop_reason: "end_turn" }, usage: { output_tokens: 5 } }));
-    res.write(sse("message_stop", {}));
-    res.end();
-  });
-});
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
-const port = server.address().port;
-const model = { ...getModel("anthropic", "claude-sonnet-4-5"), baseUrl: `http://127.0.0.1:${port}` };
-const sm = SessionManager.open(file);
+process.env.HOME = process.env.HOME || "/home/oracle";
+delete process.env.PI_CACHE_RETENTION;
+
+const { SessionManager, buildSessionContext, collectEntriesForBranchSummary, convertToLlm, generateBranchSummary,
+	prepareBranchEntries, serializeConversation } = await import("@earendil-works/pi-coding-agent");
+const { ANTHROPIC_MODELS } = await import("@earendil-works/pi-ai/providers/anthropic.models");
+
+const [file, baseUrl, pairsJson] = process.argv.slice(2);
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "pi16-branch-"));
 const out = [];
-for (const { from, to, custom, replace } of pairs) {
-  const { entries, commonAncestorId } = collectEntriesForBranchSummary(sm, from, to);
-  const prepared = prepareBranchEntries(entries, model.contextWindow - 16384);
-  const text = serializeConversation(convertToLlm(prepared.messages));
-  bodies.length = 0;
-  const result = await generateBranchSummary(entries, { model, apiKey: "sk-test-key", customInstructions: custom,
-    replaceInstructions: replace });
-  out.push({ from, to, custom, replace, entryIds: entries.map((e) => e.id), commonAncestorId, serialized: text,
-    tokens: prepared.totalTokens, messages: prepared.messages.length, request: bodies[0] ?? null, result });
+let n = 0;
+for (const { from, to, custom, replace, model: modelId } of JSON.parse(pairsJson)) {
+	const model = { ...ANTHROPIC_MODELS[modelId ?? "claude-sonnet-4-5"], baseUrl };
+	const copy = path.join(tmp, `${n++}.jsonl`);
+	fs.copyFileSync(file, copy);
+	const sm = SessionManager.open(copy);
+	sm.branch(from);
+	const { entries, commonAncestorId } = collectEntriesForBranchSummary(sm, from, to);
+	const prepared = prepareBranchEntries(entries, model.contextWindow - 16384);
+	const thinking = buildSessionContext(sm.getEntries(), from).thinkingLevel;
+	const rec = { from, to, custom, replace, model: modelId, entryIds: entries.map((e) => e.id), commonAncestorId, thinking,
+		serialized: serializeConversation(convertToLlm(prepared.messages)), tokens: prepared.totalTokens,
+		messages: prepared.messages.length, result: null, entry: null };
+	if (entries.length > 0) {
+		const result = await generateBranchSummary(entries, { model, apiKey: "sk-ant-test-0123456789abcdef",
+			thinkingLevel: thinking, customInstructions: custom, replaceInstructions: replace, reserveTokens: 16384 });
+		rec.result = result;
+		if (result.summary) {
+			// navigateTree's new leaf: a user or custom message hands its parent
+			const target = sm.getEntry(to);
+			const toParent = (target.type === "message" && target.message.role === "user") || target.type === "custom_message";
+			const newLeaf = toParent ? target.parentId : to;
+			const details = { readFiles: result.readFiles || [], modifiedFiles: result.modifiedFiles || [] };
+			const id = sm.branchWithSummary(newLeaf, result.summary, details, false, result.usage);
+			rec.entry = JSON.parse(JSON.stringify(sm.getEntry(id)));
+			rec.leaf = newLeaf;
+		}
+	}
+	out.push(rec);
 }
-server.close();
+fs.rmSync(tmp, { recursive: true, force: true });
 process.stdout.write(JSON.stringify(out));

@@ -10,10 +10,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from pi_server.agent.prompt import build_system_prompt
+from pi_server.agent.system16 import system_update
 from pi_server.agent.tooldefs import READ_ONLY, TOOL_ORDER
 from pi_server.agent.turn import Hooks, RetrySettings, Snapshot, Turn
-from pi_server.live.appends import SessionAppender
+from pi_server.live.appends import SessionAppender, first_entries
 from pi_server.live.session import LiveSession
 from pi_server.llm.client import api_key
 from pi_server.llm.formats import context_result
@@ -22,6 +22,7 @@ from pi_server.server import background, errors, notify, params
 from pi_server.server.base import PiServer
 from pi_server.server.results import AbortResult, PromptResult, WriteResult
 from pi_server.server.rpc import pi_method
+from pi_server.tree.paths import path_to
 
 log = logging.getLogger("pi_server")
 DEFAULT_THINKING = "medium"  # pi's DEFAULT_THINKING_LEVEL for a new session
@@ -63,27 +64,33 @@ async def prompt(ls: PiServer, p: params.Prompt) -> PromptResult:
         raise errors.InvalidParams("invalid params: cwd: not an existing absolute directory")
     tools = [n for n in TOOL_ORDER if n in READ_ONLY or n in ls.client_tools]
     turn_id = str(uuid.uuid4())
+    now = int(time.time() * 1000)
+    content: list[dict[str, Any]] = [{"type": "text", "text": p.text}]
+    content += [{"type": "image", "data": im.data, "mimeType": im.mimeType} for im in p.images]
+    user = {"role": "user", "content": content, "timestamp": now}
 
     def start() -> Any:
         reg = ls.registry
-        if p.session is not None:
-            live = reg.get(p.session)
-            if reg.busy(live):
-                raise errors.Busy(f"a turn is already running in {live.path}")
-        else:
-            live = reg.get(reg.new_session(p.cwd))
-            # as pi starts a new session: the model and thinking level first
-            appender = reg.appender(live)
-            appender.append_model_change("anthropic", anthropic_model(None).id)
-            appender.append_thinking_level_change(DEFAULT_THINKING)
+        if p.session is None:  # pi writes the file once the conversation starts: with the user message
+            system = system_update([], p.cwd or "", tools, now)
+            first = first_entries(
+                "anthropic", anthropic_model(None).id, DEFAULT_THINKING, [m for m in (system, user) if m]
+            )
+            live = reg.get(reg.new_session(p.cwd or "", first))
+            reg.turns[live.path] = turn_id
+            return live, {"messages": [], "model": None, "thinkingLevel": DEFAULT_THINKING}, p.cwd or "", system
+        live = reg.get(p.session)
+        if reg.busy(live):
+            raise errors.Busy(f"a turn is already running in {live.path}")
         reg.turns[live.path] = turn_id  # the Turn replaces this once it exists
+        _record_thinking_level(reg.appender(live), live)
         leaf = live.leaf_id
         ctx = context_result(live.index, leaf, before_first=live.explicit and leaf is None, fmt="llm")
         # a header without a cwd gives no folder to confine tools to: no tools at all
         cwd = live.index.header.cwd if live.index.header and live.index.header.cwd else ""
-        return live, ctx, cwd
+        return live, ctx, cwd, None
 
-    live, ctx, cwd = await ls.core(start)
+    live, ctx, cwd, written = await ls.core(start)
     if not cwd:
         tools = []
     snap = Snapshot(
@@ -91,14 +98,11 @@ async def prompt(ls: PiServer, p: params.Prompt) -> PromptResult:
         model=anthropic_model(ctx["model"]),
         thinking=ctx["thinkingLevel"] or "off",
         tools=tools,
-        system=build_system_prompt(cwd, tools),
+        system=written if p.session is None else system_update(ctx["messages"], cwd, tools, now),
         cwd=cwd,
     )
-    turn = Turn(turn_id, snap, api_key(), _hooks(ls, live, turn_id), _retry(ls))
+    turn = Turn(turn_id, snap, api_key(), _hooks(ls, live, turn_id), _retry(ls), written=p.session is None)
     ls.registry.turns[live.path] = turn
-    content: list[dict[str, Any]] = [{"type": "text", "text": p.text}]
-    content += [{"type": "image", "data": im.data, "mimeType": im.mimeType} for im in p.images]
-    user = {"role": "user", "content": content, "timestamp": int(time.time() * 1000)}
     ls.tasks[:] = [t for t in ls.tasks if not t.done()]
     ls.tasks.append(asyncio.ensure_future(_run(ls, live, turn, user)))
     return PromptResult(turn_id=turn_id, session=live.path)
@@ -162,7 +166,32 @@ def _hooks(ls: PiServer, live: LiveSession, turn_id: str) -> Hooks:
         reply = await ls.protocol.send_request_async("pi/executeTool", req)
         return _plain(reply)
 
-    return Hooks(emit, append, turn_end, execute_remote)
+    async def omit(entry_id: str) -> None:
+        eid = await ls.core(lambda: ls.registry.appender(live).append_context_edit(entry_id, None))
+        notify.session_updated(ls, live.path, [eid], live.leaf_id)
+
+    return Hooks(emit, append, turn_end, execute_remote, omit)
+
+
+def _record_thinking_level(appender: SessionAppender, live: LiveSession) -> None:
+    """pi's _recordThinkingLevel: after a jump above a thinking change, the branch's last
+    thinking_level_change differs from the level in use and the level in use is recorded on the
+    branch again. The level in use is the file's latest (as last set) once the leaf was moved by
+    a switch; a session continued at its last entry uses its branch's level, as pi on resume."""
+    if not live.explicit:
+        return
+    idx = live.index
+    types = idx.types
+    latest = next((p for p in range(len(idx) - 1, -1, -1) if types[p] == "thinking_level_change"), -1)
+    leaf = idx.by_id.get(live.leaf_id) if live.leaf_id is not None else None
+    if latest < 0 or leaf is None:
+        return
+    on_branch = next((p for p in reversed(path_to(idx, leaf)) if types[p] == "thinking_level_change"), -1)
+    if on_branch < 0 or on_branch == latest:
+        return
+    level = idx.read_entry(latest).get("thinkingLevel")
+    if isinstance(level, str) and level != idx.read_entry(on_branch).get("thinkingLevel"):
+        appender.append_thinking_level_change(level)
 
 
 def _plain(obj: Any) -> Any:

@@ -47,14 +47,15 @@ async def branch_summary(
         for eid in (start, target):
             if eid is not None:
                 ls.registry.entry_pos(live, eid)
-        model = summaries.summary_model(settings_at(live.index, start).model, ls.settings.summary.model)
+        settings = settings_at(live.index, start)
+        model = summaries.summary_model(settings.model, ls.settings.summary.model)
         req, entries = summaries.prepare(live.index, start, target, model, custom, replace)
-        return req, entries, model
+        return req, entries, model, settings.thinking_level
 
-    req, entries, model = await ls.core(prepare)
+    req, entries, model, thinking = await ls.core(prepare)
     token = await background.begin_progress(ls, "Summarizing branch", f"{len(req.entry_ids)} entries")
     try:
-        return await summaries.summarize(req, entries, model, timeout=ls.settings.summary.timeout)
+        return await summaries.summarize(req, entries, model, thinking, timeout=ls.settings.summary.timeout)
     except SummaryError as e:
         raise errors.SummaryFailed(f"summary failed: {e}") from None
     finally:
@@ -73,14 +74,21 @@ async def compact(ls: PiServer, p: params.Compact) -> CompactResult:
         path = live.index.read_entries(path_to(live.index, live.index.by_id[leaf]))
         settings = settings_at(live.index, leaf)
         model = summaries.summary_model(settings.model, ls.settings.summary.model)
-        return live, prepare_compaction(path), model, settings.thinking_level
+        session_model = settings.model or {"provider": model.provider, "modelId": model.id}
+        _, keep = ls.settings.compaction.for_model(
+            str(session_model.get("provider")), str(session_model.get("modelId"))
+        )
+        prep = prepare_compaction(path, keep)
+        if prep is None and path and path[-1].get("type") == "compaction":
+            raise errors.NothingToCompact("Already compacted")
+        return live, prep, model, settings.thinking_level
 
     live, prep, model, thinking = await ls.core(prepare)
     if prep is None:
-        raise errors.SummaryFailed("nothing to compact: the leaf is already a compaction, or the session is empty")
+        raise errors.NothingToCompact("Nothing to compact (session too small)")
     token = await background.begin_progress(ls, "Compacting session")
     try:
-        summary, _source = await summaries.service.compact(
+        summary, _source, usage = await summaries.service.compact(
             prep, model, thinking, p.customInstructions, timeout=ls.settings.summary.timeout
         )
     except SummaryError as e:
@@ -92,6 +100,7 @@ async def compact(ls: PiServer, p: params.Compact) -> CompactResult:
         firstKeptEntryId=prep.first_kept_entry_id,
         tokensBefore=prep.tokens_before,
         details={"readFiles": prep.read_files, "modifiedFiles": prep.modified_files},
+        usage=usage,
     )
 
     def write() -> Any:

@@ -22,6 +22,8 @@ async def switch_branch(ls: PiServer, p: params.SwitchBranch) -> SwitchResult:
     summary = None
     if p.summarize:
         summary = await branch_summary(ls, p.session, p.targetId, None, p.customInstructions, p.replaceInstructions)
+        if not summary.entry_ids:
+            summary = None  # pi's navigateTree: nothing left behind, nothing summarized or written
 
     def run() -> Any:
         live = ls.registry.get(p.session)

@@ -1,0 +1,38 @@
+"""pi/getSessionStats: pi 1.6.0's session stats for the file, and the same for one branch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pi_server.agent.stats import session_stats
+from pi_server.context.settings import replay
+from pi_server.llm.models import anthropic_model
+from pi_server.server.base import PiServer
+from pi_server.server.params import Params
+from pi_server.server.rpc import pi_method
+from pi_server.tree.paths import path_to
+
+
+class GetSessionStats(Params):
+    session: str
+    leafId: str | None = None
+
+
+@pi_method("pi/getSessionStats", GetSessionStats)
+async def get_session_stats(ls: PiServer, p: GetSessionStats) -> Any:
+    """Counts, tokens and cost of every entry (pi's get_session_stats), the context use at the
+    leaf (default: the session's), and `branch`: the same numbers for root → leaf only."""
+
+    def run() -> Any:
+        live = ls.registry.get(p.session)
+        idx = live.index
+        leaf = p.leafId if "leafId" in p.model_fields_set else live.leaf_id
+        if leaf is None and "leafId" not in p.model_fields_set and not live.explicit:
+            leaf = idx.last_id  # no leaf kept yet: pi's leaf is the file's last entry
+        entries = idx.read_entries(list(range(len(idx))))
+        path = [] if leaf is None else [entries[i] for i in path_to(idx, ls.registry.entry_pos(live, leaf))]
+        window = anthropic_model(replay(path).model).context_window
+        sid = idx.header.id if idx.header else None
+        return session_stats(live.path, sid, entries, path, window)
+
+    return await ls.core(run)
