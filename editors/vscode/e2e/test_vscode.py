@@ -292,8 +292,8 @@ def test_the_status_bar_shows_the_branchs_tokens_and_cost(wb: Workbench, world: 
 def test_system_prompt_and_tools_open_as_a_markdown_document(wb: Workbench, world: World) -> None:
     # a session today's pi wrote: its system message holds the prompt sections and tool declarations
     src = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "pi16" / "01-agent-session.jsonl"
-    dest = world.sessions / "--home-dev-demo-project--" / "2026-11-21T10-00-00-000Z_01a1fd8c.jsonl"
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    # into a folder the server already watches (the view groups sessions by their header's cwd)
+    dest = world.sessions / "--home-demo-shop--" / "2026-11-21T10-00-00-000Z_01a1fd8c.jsonl"
     dest.write_bytes(src.read_bytes())
     name = next(s["name"] for s in world.cli("ls")["sessions"] if s["session"] == str(dest))
     wb.wait_rows("Sessions", lambda ls: any(lb.startswith(name) for lb in ls), what="the new session")
