@@ -86,11 +86,11 @@ function M.header(name, filter, search, total, stats)
   if search and search ~= "" then
     parts[#parts + 1] = "search: " .. search
   end
-  if total then
-    parts[#parts + 1] = total .. (total == 1 and " row" or " rows")
-  end
   if stats and stats ~= "" then
     parts[#parts + 1] = stats
+  end
+  if total then
+    parts[#parts + 1] = total .. (total == 1 and " row" or " rows")
   end
   return table.concat(parts, " │ ")
 end
