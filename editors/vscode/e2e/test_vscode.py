@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from pathlib import Path
 from typing import Any
 
 from conftest import BROKEN_SERVER, World
@@ -91,7 +93,11 @@ def open_shop(wb: Workbench, world: World) -> None:
 
 
 def server_rows(world: World, file: str, *args: str) -> list[dict[str, Any]]:
-    return world.cli("tree", file, *args)["rows"]
+    return server_rows_result(world, file, *args)["rows"]
+
+
+def server_rows_result(world: World, file: str, *args: str) -> dict[str, Any]:
+    return world.cli("tree", file, *args)
 
 
 def test_tree_view_shows_pis_rows(wb: Workbench, world: World) -> None:
@@ -191,6 +197,118 @@ def test_copy_context_puts_the_servers_context_on_the_clipboard(wb: Workbench, w
     expected = world.cli("context", shop, "--leaf", target["id"], "--format", "llm", json_flag=False)["messages"]
     assert copied == expected
     wb.shot("copied-context")
+
+
+def row_note(wb: Workbench, text: str) -> str:
+    """The row's description (what follows its label: "⊘ omitted", "← leaf")."""
+    d = wb.row("Tree", text).locator(".label-description")
+    return d.inner_text().strip() if d.count() else ""
+
+
+def menu_items(wb: Workbench, row: Any) -> list[str]:
+    """The items of the row's context menu (closed again)."""
+    wb.page.keyboard.press("Escape")
+    row.click(button="right")
+    items = wb.page.get_by_role("menuitem")
+    items.first.wait_for(state="visible")
+    names = [(i.get_attribute("aria-label") or i.inner_text()).strip() for i in items.all()]
+    return names
+
+
+def test_omit_and_restore_a_message_from_the_tree_rows_menu(wb: Workbench, world: World) -> None:
+    open_shop(wb, world)
+    shop = shop_file(world)
+    in_context = world.cli("context", shop, json_flag=False)["entryIds"]
+    rows = server_rows(world, shop)
+    target = next(r for r in reversed(rows) if r.get("role") == "user" and r["id"] in in_context and not r.get("label"))
+    text = row_text(target)
+    wb.wait_rows("Tree", lambda ls: text in strip_leaf(ls), what="the user message")
+    names = menu_items(wb, wb.row("Tree", text))
+    assert any(n.startswith("Omit from Context") for n in names), names
+    assert not any(n.startswith("Restore to Context") for n in names), names
+    wb.shot("context-menu-omit")
+    wb.page.keyboard.press("Escape")
+    wb.context_menu(wb.row("Tree", text), "Omit from Context")
+    end = time.monotonic() + 30
+    while time.monotonic() < end and target["id"] in world.cli("context", shop, json_flag=False)["entryIds"]:
+        time.sleep(0.3)
+    last = json.loads(Path(shop).read_text().splitlines()[-1])
+    assert last["type"] == "context_edit" and last["targetId"] == target["id"] and last["replacement"] is None, last
+    assert target["id"] not in world.cli("context", shop, json_flag=False)["entryIds"]
+    wb.page.wait_for_function(
+        "t => [...document.querySelectorAll('.monaco-list-row')].some(r => r.getAttribute('aria-label') === t"
+        " && (r.querySelector('.label-description')?.textContent ?? '').includes('omitted'))",
+        arg=text,
+    )
+    assert row_note(wb, text) == "⊘ omitted"
+    names = menu_items(wb, wb.row("Tree", text))
+    assert any(n.startswith("Restore to Context") for n in names), names
+    assert not any(n.startswith("Omit from Context") for n in names), names
+    wb.shot("context-menu-restore")
+    wb.page.keyboard.press("Escape")
+    wb.context_menu(wb.row("Tree", text), "Restore to Context")
+    end = time.monotonic() + 30
+    while time.monotonic() < end and target["id"] not in world.cli("context", shop, json_flag=False)["entryIds"]:
+        time.sleep(0.3)
+    restore = json.loads(Path(shop).read_text().splitlines()[-1])
+    entry = next(json.loads(line) for line in Path(shop).read_text().splitlines() if f'"id":"{target["id"]}"' in line)
+    assert restore["type"] == "context_edit" and restore["replacement"] == {"content": entry["message"]["content"]}
+    assert target["id"] in world.cli("context", shop, json_flag=False)["entryIds"]
+    wb.page.wait_for_function(
+        "t => [...document.querySelectorAll('.monaco-list-row')].some(r => r.getAttribute('aria-label') === t"
+        " && !(r.querySelector('.label-description')?.textContent ?? '').includes('omitted'))",
+        arg=text,
+    )
+    wb.shot("restored")
+
+
+def branch_messages(file: str, leaf: str) -> int:
+    """Message entries on the path root → leaf, read from the file itself."""
+    entries = {e["id"]: e for e in (json.loads(line) for line in Path(file).read_text().splitlines()[1:] if line)}
+    count, at = 0, entries.get(leaf)
+    while at is not None:
+        count += at["type"] == "message"
+        at = entries.get(at.get("parentId"))
+    return count
+
+
+def test_the_status_bar_shows_the_branchs_tokens_and_cost(wb: Workbench, world: World) -> None:
+    open_shop(wb, world)
+    shop = shop_file(world)
+    item = wb.page.locator(".statusbar-item", has_text=re.compile(r"tokens · \$\d"))
+    item.first.wait_for(state="visible")
+    assert re.fullmatch(r"\d[\d.]*[kM]? tokens · \$\d+\.\d+( · \d+% of \d+k)?", item.first.inner_text().strip()), item.first.inner_text()
+    wb.clear_notifications()
+    item.first.click()
+    msg = wb.wait_notification(r"^This branch: \d+ messages")
+    leaf = server_rows_result(world, shop)["leafId"]
+    assert msg.startswith(f"This branch: {branch_messages(shop, leaf)} messages"), msg
+    total = sum(1 for line in Path(shop).read_text().splitlines() if json.loads(line).get("type") == "message")
+    assert f"Whole session: {total} messages" in msg, msg
+    wb.shot("branch-stats")
+    wb.clear_notifications()
+
+
+def test_system_prompt_and_tools_open_as_a_markdown_document(wb: Workbench, world: World) -> None:
+    # a session today's pi wrote: its system message holds the prompt sections and tool declarations
+    src = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "pi16" / "01-agent-session.jsonl"
+    # into a folder the server already watches (the view groups sessions by their header's cwd)
+    dest = world.sessions / "--home-demo-shop--" / "2026-11-21T10-00-00-000Z_01a1fd8c.jsonl"
+    dest.write_bytes(src.read_bytes())
+    name = next(s["name"] for s in world.cli("ls")["sessions"] if s["session"] == str(dest))
+    wb.wait_rows("Sessions", lambda ls: any(lb.startswith(name) for lb in ls), what="the new session")
+    wb.row("Sessions", re.compile(f"^{re.escape(name)}")).click()
+    expected = [row_text(r) for r in server_rows(world, str(dest))]
+    wb.wait_rows("Tree", lambda ls: strip_leaf(ls) == expected, what="its rows")
+    wb.command("Pi Sessions: Show System Prompt and Tools")
+    tab = wb.page.locator(".tabs-container .tab", has_text="System Prompt and Tools.md")
+    tab.first.wait_for(state="visible")
+    text = "() => [...document.querySelectorAll('.editor-instance .view-lines')].map(e => e.textContent.replace(/\\u00a0/g, ' ')).join('\\n')"
+    wb.page.wait_for_function(f"() => ({text})().includes('# System prompt and tools')")
+    shown = wb.page.evaluate(f"({text})()")
+    assert "## System prompt" in shown and "You are a coding assistant running inside pi" in shown, shown
+    wb.shot("system-prompt")
+    wb.command("View: Close All Editors")
 
 
 def chat_text(wb: Workbench) -> str:

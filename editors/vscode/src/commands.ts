@@ -1,12 +1,15 @@
 // Every command the extension contributes: what it acts on, and what it asks and sends through `actions`.
 import * as os from "node:os";
 import * as actions from "./actions";
+import * as contextEdits from "./contextEdits";
 import type { Ui } from "./actions";
 import type { Chats } from "./chats";
 import { openEntry } from "./entryDocs";
 import { oneLine } from "./format";
 import { FILTERS, type Filter, type Rpc, type SwitchResult, type TreeRow } from "./protocol";
 import type { Sidebar } from "./sidebar";
+import { fetchStats, statsMessage } from "./stats";
+import { openSystem } from "./systemDocs";
 import { CancelledError, isCancel, showError } from "./ui";
 import type { SessionsElement, TreeElement } from "./views";
 import * as api from "./vscodeapi";
@@ -117,6 +120,31 @@ export function registerCommands(subscriptions: { dispose(): unknown }[], d: Com
     const el = s.elementOf(arg);
     if (el?.kind === "row") return actions.copyContext(rpc, ui, s.treeSession(), el.row.id);
     return actions.copyContext(rpc, ui, s.sessionOf(arg), undefined);
+  });
+  cmd("piSessions.omitFromContext", async (arg) => {
+    await contextEdits.omit(rpc, ui, s.treeSession(), s.rowOf(arg));
+    await tree.reload();
+    await s.revealLeaf(); // the edit is the new leaf
+  });
+  cmd("piSessions.restoreToContext", async (arg) => {
+    await contextEdits.restore(rpc, ui, s.treeSession(), s.rowOf(arg));
+    await tree.reload();
+    await s.revealLeaf();
+  });
+  // a row: the prompt at that entry; the title bar: at the leaf, named, so the document is that leaf's
+  cmd("piSessions.showSystemPrompt", (arg) => {
+    const el = s.elementOf(arg);
+    if (el?.kind === "row") return openSystem(s.treeSession(), el.row.id);
+    const session = s.sessionOf(arg);
+    const leaf = session === tree.session ? tree.leafId : sessions.find(session)?.leafId;
+    return openSystem(session, leaf ?? undefined);
+  });
+  cmd("piSessions.showStats", async (arg) => {
+    const session = s.sessionOf(arg);
+    const stats = await fetchStats(rpc, session);
+    if (!stats) throw new Error("This pi-server has no session stats (pi/getSessionStats): update it.");
+    ui.info(statsMessage(stats));
+    return stats;
   });
   cmd("piSessions.openEntry", (arg) => openEntry(s.treeSession(), s.rowOf(arg).id));
   cmd("piSessions.openSessionFile", async (arg) => {

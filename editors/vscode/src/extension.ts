@@ -6,6 +6,7 @@ import type { ChatPanel } from "./chatPanel";
 import { Chats } from "./chats";
 import { registerCommands } from "./commands";
 import { registerEntryDocuments } from "./entryDocs";
+import { registerSystemDocuments } from "./systemDocs";
 import { ServerLink } from "./link";
 import { type Connection, errorMessage, type SessionsChanged, type SessionUpdated } from "./protocol";
 import type { ServerSettings } from "./serverCommand";
@@ -84,7 +85,7 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
       if (tree.session) await tree.reload();
     },
   });
-  subs.push(registerEntryDocuments(rpc));
+  subs.push(registerEntryDocuments(rpc), registerSystemDocuments(rpc));
 
   // live updates; bursts of appends coalesce into one reload per view
   const reloadTreeSoon = debounce(() => void tree.reload().catch(showError), 50);

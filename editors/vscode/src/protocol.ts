@@ -58,6 +58,29 @@ export interface ContextResult {
   model: unknown;
   thinkingLevel: string;
   tokens: number;
+  /** The system prompt and tools in force at the leaf; null when the path has none (files written before pi 1.6.0). */
+  system: SystemPrompt | null;
+}
+
+export interface ToolDeclaration {
+  name: string;
+  description?: string;
+  parameters?: unknown;
+}
+
+export interface SystemPrompt {
+  text: string;
+  sections: Record<string, string>;
+  tools: ToolDeclaration[];
+}
+
+/** One of pi/getContextEdits' edits: the latest context_edit in force for its target on the path. */
+export interface ContextEdit {
+  id: string;
+  targetId: string;
+  replacement: null | { content: unknown };
+  timestamp: string;
+  applied: boolean;
 }
 
 export interface CompactResult {

@@ -5,6 +5,7 @@ import type * as vscode from "vscode";
 import { oneLine, sessionTitle } from "./format";
 import type { TreeRow } from "./protocol";
 import type { SessionsModel } from "./sessionsModel";
+import { statsLine, statsMessage } from "./stats";
 import type { TreeModel } from "./treeModel";
 import { showError } from "./ui";
 import { type SessionsElement, SessionsProvider, type TreeElement, TreeProvider } from "./views";
@@ -15,6 +16,8 @@ export class Sidebar {
   readonly treeView: TreeProvider;
   readonly sessionsTv: vscode.TreeView<SessionsElement>;
   readonly treeTv: vscode.TreeView<TreeElement>;
+  /** The branch's tokens and cost while a session's tree is shown. */
+  readonly statsItem: vscode.StatusBarItem;
 
   constructor(
     readonly sessions: SessionsModel,
@@ -25,7 +28,9 @@ export class Sidebar {
     this.treeView = new TreeProvider(tree);
     this.sessionsTv = api.createTreeView("piSessions.sessions", { treeDataProvider: this.sessionsView, showCollapseAll: true });
     this.treeTv = api.createTreeView("piSessions.tree", { treeDataProvider: this.treeView });
-    subscriptions.push(this.sessionsTv, this.treeTv);
+    this.statsItem = api.createStatusBarItem("piSessions.stats", "Pi Sessions: branch stats");
+    this.statsItem.command = "piSessions.showStats";
+    subscriptions.push(this.sessionsTv, this.treeTv, this.statsItem);
     tree.onChange(() => this.describeTree());
     this.describeTree();
     // folding in the widget is pi's fold: the server leaves the folded rows out
@@ -49,8 +54,20 @@ export class Sidebar {
           ? `No entries match “${tree.search}”.`
           : "No entries under this filter."
         : undefined;
+    this.describeStats();
     api.setContext("piSessions.treeSearch", !!tree.search);
     api.setContext("piSessions.hasTree", !!tree.session);
+  }
+
+  private describeStats(): void {
+    const { stats } = this.tree;
+    if (!this.tree.session || !stats) {
+      this.statsItem.hide();
+      return;
+    }
+    this.statsItem.text = `$(graph) ${statsLine(stats.branch)}`;
+    this.statsItem.tooltip = statsMessage(stats);
+    this.statsItem.show();
   }
 
   async reloadSessions(): Promise<void> {

@@ -1,5 +1,7 @@
 // The Tree view's model: pi's /tree rows for one session, loaded by window, nested for a tree widget.
+import { type EditState, editStates } from "./contextEdits";
 import type { Filter, Rpc, TreeResult, TreeRow } from "./protocol";
+import { fetchStats, type SessionStats } from "./stats";
 
 export const PAGE = 500;
 
@@ -11,6 +13,10 @@ export class TreeModel {
   rows: TreeRow[] = [];
   total = 0;
   leafId: string | null = null;
+  /** Context edits in force on the path to the leaf, by target entry. */
+  edits = new Map<string, EditState>();
+  /** Tokens and cost of the file and of the branch to the leaf (undefined: a server without pi/getSessionStats). */
+  stats: SessionStats | undefined;
   private byId = new Map<string, TreeRow>();
   private kids = new Map<string | null, TreeRow[]>();
   private nest = new Map<string, string | null>();
@@ -73,12 +79,16 @@ export class TreeModel {
 
   private async load(gen: number, count: number): Promise<void> {
     if (!this.session) {
+      this.edits = new Map();
+      this.stats = undefined;
       this.apply({ leafId: null, total: 0, offset: 0, rows: [] }, []);
       return;
     }
-    const res = await this.fetch(0, count);
+    const [res, edits, stats] = await Promise.all([this.fetch(0, count), this.fetchEdits(this.session), fetchStats(this.rpc, this.session)]);
     // overtaken by a newer reload (a live update, say): callers wait for the newest answer
     if (gen !== this.generation) return this.latest;
+    this.edits = edits;
+    this.stats = stats;
     this.apply(res, res.rows);
   }
 
@@ -98,6 +108,14 @@ export class TreeModel {
 
   get hasMore(): boolean {
     return this.rows.length < this.total;
+  }
+
+  /** A server from before context edits (MethodNotFound) still shows its rows, without edit marks. */
+  private fetchEdits(session: string): Promise<Map<string, EditState>> {
+    return editStates(this.rpc, session).catch((err) => {
+      if ((err as { code?: number })?.code === -32601) return new Map<string, EditState>();
+      throw err;
+    });
   }
 
   private fetch(offset: number, limit: number): Promise<TreeResult> {

@@ -1,6 +1,7 @@
 // TreeDataProviders: the Sessions and Tree models drawn as VS Code tree items.
 import * as os from "node:os";
 import type * as vscode from "vscode";
+import { type EditState, editable } from "./contextEdits";
 import { isToolRow, oneLine, rowLine, rowText, sessionDescription, sessionTitle, shortPath } from "./format";
 import type { TreeRow } from "./protocol";
 import type { ProjectGroup, SessionNode, SessionsModel } from "./sessionsModel";
@@ -150,7 +151,9 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
     const text = isLeaf && !this.model.search ? oneLine(shownText(row), LEAF_TEXT) : shownText(row);
     const item = new api.TreeItem({ label: text, highlights: highlights(text, this.model.search) }, state);
     item.id = `${this.model.session}#${this.generation}#${canFold(row) ? "+" : "-"}#${row.id}`;
-    item.description = isLeaf ? "← leaf" : undefined;
+    const edit = this.model.edits.get(row.id);
+    const notes = [edit ? EDIT_NOTES[edit] : undefined, isLeaf ? "← leaf" : undefined].filter(Boolean);
+    item.description = notes.length ? notes.join(" ") : undefined;
     // read aloud (and by the end-to-end tests): the whole row, however the label is shortened
     item.accessibilityInformation = { label: `${rowText(row)}${isLeaf ? " (leaf)" : ""}`, role: "treeitem" };
     const tool = isToolRow(row);
@@ -161,7 +164,7 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
         : tool
           ? new api.ThemeColor("disabledForeground")
           : undefined;
-    const icon = isLeaf ? "circle-filled" : ((row.role && ROLE_ICONS[row.role]) ?? TYPE_ICONS[row.type] ?? "circle-outline");
+    const icon = isLeaf ? "circle-filled" : edit === "omitted" ? "eye-closed" : ((row.role && ROLE_ICONS[row.role]) ?? TYPE_ICONS[row.type] ?? "circle-outline");
     item.iconPath = new api.ThemeIcon(icon, color);
     const tip = new api.MarkdownString();
     tip.appendCodeblock(rowLine(row), "text");
@@ -169,6 +172,7 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
       `${row.role ? `${row.type} · ${row.role}` : row.type}${row.onActivePath ? " · on the active path" : ""}${row.isLeaf ? " · **leaf**" : ""}\n\n`,
     );
     if (isLeaf && !row.isLeaf) tip.appendMarkdown(`the leaf is a hidden entry after this row (\`${this.model.leafId}\`)\n\n`);
+    if (edit) tip.appendMarkdown(`${edit === "omitted" ? "left out of the context" : "sent with replaced content"} by a context edit on this path\n\n`);
     if (row.timestamp) tip.appendMarkdown(`${new Date(row.timestamp).toLocaleString()} · `);
     tip.appendMarkdown(`\`${row.id}\``);
     item.tooltip = tip;
@@ -176,12 +180,16 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
     if (row.label) flags.push("labeled");
     if (canFold(row)) flags.push("foldable");
     if (isLeaf) flags.push("leaf");
+    // edits apply to the path to the leaf only: the server refuses targets elsewhere
+    if (row.onActivePath && editable(row) && edit !== "omitted") flags.push("omittable");
+    if (edit) flags.push("restorable");
     item.contextValue = flags.join(".");
     item.command = { command: "piSessions.openEntry", title: "Open Entry", arguments: [el] };
     return item;
   }
 }
 
+const EDIT_NOTES: Record<EditState, string> = { omitted: "⊘ omitted", replaced: "✎ replaced" };
 const LEAF_TEXT = 20; // characters of the leaf row's text, so that "← leaf" stays in view in a narrow side bar
 const LABEL_TEXT = 24; // characters of a label shown in a row
 

@@ -64,6 +64,13 @@ export function withProgress<R>(title: string, task: (token: vscode.Cancellation
   );
 }
 
+/** A status bar item on the left, hidden until shown. */
+export function createStatusBarItem(id: string, name: string): vscode.StatusBarItem {
+  const item = vscode.window.createStatusBarItem(id, vscode.StatusBarAlignment.Left, 10);
+  item.name = name;
+  return item;
+}
+
 export function createTreeView<T>(id: string, options: vscode.TreeViewOptions<T>): vscode.TreeView<T> {
   return vscode.window.createTreeView(id, options);
 }

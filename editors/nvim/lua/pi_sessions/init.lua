@@ -15,6 +15,7 @@ local HIGHLIGHTS = {
   PiTreeHeader = "Title",
   PiTreeUser = "Normal",
   PiTreeMeta = "PreProc", -- compactions, summaries, other entry types
+  PiTreeOmitted = "DiagnosticWarn", -- "⊘ omitted" / "✎ replaced": a context edit in force
   PiChatUser = "Title", -- "▍ You"
   PiChatAssistant = "Identifier", -- "▍ pi"
   PiChatThinking = "Comment",
@@ -181,6 +182,12 @@ function M.create_commands()
     complete = function() return { "agent", "llm", "anthropic", "openai" } end,
     desc = "Show the context JSON of the leaf or the entry under the cursor",
   })
+  cmd("PiSystem", function()
+    require("pi_sessions.system").command()
+  end, { nargs = 0, desc = "Show the system prompt and tools at the leaf / entry under the cursor" })
+  cmd("PiStats", function()
+    require("pi_sessions.stats").command()
+  end, { nargs = 0, desc = "Show the tokens and cost of the session's branch and of the whole file" })
   cmd("PiChat", function(o)
     if o.bang then
       local cwd = o.args ~= "" and vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(o.args), ":p")) or vim.fn.getcwd()

@@ -81,10 +81,13 @@ function M.row(row)
 end
 
 --- Header shown above the rows.
-function M.header(name, filter, search, total)
+function M.header(name, filter, search, total, stats)
   local parts = { name or "session", "filter: " .. (filter or "default") }
   if search and search ~= "" then
     parts[#parts + 1] = "search: " .. search
+  end
+  if stats and stats ~= "" then
+    parts[#parts + 1] = stats
   end
   if total then
     parts[#parts + 1] = total .. (total == 1 and " row" or " rows")

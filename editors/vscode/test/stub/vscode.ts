@@ -63,6 +63,11 @@ export class StubWebviewPanel {
 
 export const panels: StubWebviewPanel[] = [];
 
+export enum StatusBarAlignment {
+  Left = 1,
+  Right = 2,
+}
+
 export enum ProgressLocation {
   SourceControl = 1,
   Window = 10,
@@ -216,7 +221,30 @@ export function treeView<T = any>(id: string): StubTreeView<T> {
   return tv;
 }
 
+/** Status bar items by id: what they say and whether they are shown. */
+export const statusItems = new Map<string, { text: string; tooltip?: string; command?: string; name?: string; visible: boolean }>();
+
 export const window = {
+  createStatusBarItem: (id: string) => {
+    const item = {
+      text: "",
+      tooltip: undefined as string | undefined,
+      command: undefined as string | undefined,
+      name: undefined as string | undefined,
+      visible: false,
+      show() {
+        item.visible = true;
+      },
+      hide() {
+        item.visible = false;
+      },
+      dispose() {
+        statusItems.delete(id);
+      },
+    };
+    statusItems.set(id, item);
+    return item;
+  },
   createOutputChannel: (name: string) => ({
     name,
     lines: [] as string[],

@@ -179,6 +179,38 @@ M.entry = {
   end,
 }
 
+M.omit = {
+  desc = "Omit the entry's message from the context (a context_edit under the leaf)",
+  row = true,
+  callback = function(sb, row)
+    -- the server refuses what pi's appendContextEdit refuses, with pi's reason
+    require("pi_sessions.tree.edits").write(sb, row, vim.NIL, "omitted " .. row.id .. " from the context")
+  end,
+}
+
+M.restore = {
+  desc = "Restore the entry's message to the context as it was written",
+  row = true,
+  callback = function(sb, row)
+    local edits = require("pi_sessions.tree.edits")
+    sb:request("pi/getEntry", { session = sb.session, id = row.id }, function(err, result)
+      if err then
+        return
+      end
+      -- an edit whose replacement is the entry's own content: the file stays append-only
+      edits.write(sb, row, { content = edits.original(result.entry) }, "restored " .. row.id .. " to the context")
+    end)
+  end,
+}
+
+M.system = {
+  desc = "Show the system prompt and tools at this entry in a scratch buffer",
+  row = true,
+  callback = function(sb, row)
+    require("pi_sessions.system").open(sb.session, row.id)
+  end,
+}
+
 local function yank_context(sb, row, format)
   sb:request("pi/buildContext", { session = sb.session, leafId = row.id, format = format }, function(err, result)
     if err then

@@ -14,7 +14,8 @@ local function set_lines(sb, first, last, lines)
 end
 
 function M.header(sb)
-  local line = render.header(sb.name, sb.filter, sb.search, sb.total)
+  local stats = sb.stats and require("pi_sessions.stats").short(sb.stats.branch) or nil
+  local line = render.header(sb.name, sb.filter, sb.search, sb.total, stats)
   set_lines(sb, 0, HEADER, { line })
   vim.api.nvim_buf_clear_namespace(sb.buf, M.ns, 0, HEADER)
   vim.api.nvim_buf_set_extmark(sb.buf, M.ns, 0, 0, { end_row = 0, end_col = #line, hl_group = "PiTreeHeader" })
@@ -44,6 +45,7 @@ function M.reset(sb, total)
   end
   set_lines(sb, 0, -1, lines)
   vim.api.nvim_buf_clear_namespace(sb.buf, M.ns, 0, -1)
+  vim.api.nvim_buf_clear_namespace(sb.buf, require("pi_sessions.tree.edits").ns, 0, -1)
   M.header(sb)
 end
 

@@ -3,6 +3,7 @@
 -- found without fetching everything before it.
 local config = require("pi_sessions.config")
 local draw = require("pi_sessions.tree.draw")
+local edits = require("pi_sessions.tree.edits")
 local util = require("pi_sessions.util")
 local HEADER = require("pi_sessions.tree.sidebar").HEADER
 
@@ -13,6 +14,7 @@ local function store_page(sb, offset, result)
     sb.rows[offset + i - 1] = row
   end
   draw.rows(sb, offset, result.rows or {})
+  edits.mark(sb, offset, result.rows or {})
 end
 
 --- Fetch page p (rows p*size .. p*size+size-1) unless it is loaded or loading.
@@ -170,6 +172,8 @@ function M.refresh(sb, opts)
     draw.reset(sb, total)
     sb.pages[page] = "loaded"
     store_page(sb, page * size, result)
+    edits.load(sb, gen)
+    require("pi_sessions.stats").load(sb, gen)
     if opts.focus == "leaf" then
       focus_leaf(sb, gen)
     else
@@ -192,7 +196,7 @@ function M.show(sb, session, opts)
   if sb.session ~= session then
     sb.folded, sb.search = {}, ""
     sb.filter = config.options.filter or "default"
-    sb.rows, sb.pages, sb.total = {}, {}, 0
+    sb.rows, sb.pages, sb.total, sb.edits, sb.stats = {}, {}, 0, {}, nil
   end
   sb.session = session
   sb.name = opts.name or vim.fn.fnamemodify(session, ":t:r")

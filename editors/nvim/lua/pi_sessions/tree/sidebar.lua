@@ -25,6 +25,8 @@ function M.new(tab)
     filter = nil,
     search = "",
     folded = {}, -- id -> true
+    edits = {}, -- id -> "omitted" | "replaced": context edits in force at the leaf
+    stats = nil, -- pi/getSessionStats at the leaf (nil: not fetched, or a server without it)
     total = 0,
     leaf_id = nil,
     rows = {}, -- 0-based row index -> row
