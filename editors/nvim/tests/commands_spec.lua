@@ -63,6 +63,8 @@ return {
     H.eq(vim.json.decode(H.cli({ "context", file, "--leaf", row.id, "--format", "llm" }), { luanil = { object = true } }), shown)
   end },
   { ":PiRename names the session, :PiCompact compacts it", function()
+    -- pi 1.6.0 keeps the last 20,000 tokens uncompacted: the sample is smaller (server_options reach the server)
+    H.setup({ server_options = { compaction = { keepRecentTokens = 1 } } })
     local file = H.shop()
     H.open(file)
     vim.cmd("PiRename better name")

@@ -71,7 +71,7 @@ test("a new chat in a folder: a read and a write round trip, the write allowed b
   assert.equal(tools[1].result, "Successfully wrote 5 bytes to out/hello.txt");
   assert.match(stub.recorded.messages.find((m) => m.kind === "warning")!.message, /write 5 bytes to out\/hello.txt/);
   // the model was offered the editor's tools, and saw the write's result
-  assert.deepEqual(fake.requests[0].tools.map((t: { name: string }) => t.name), ["read", "bash", "edit", "write", "grep", "find", "ls"]);
+  assert.deepEqual(fake.requests[0].tools.map((t: { name: string }) => t.name), ["read", "bash", "edit", "write", "ls", "grep", "find"]);
   const lastReq = fake.requests.at(-1);
   assert.ok(JSON.stringify(lastReq.messages).includes("Successfully wrote 5 bytes"));
   // the session file the server wrote for this folder holds the turn
@@ -79,9 +79,10 @@ test("a new chat in a folder: a read and a write round trip, the write allowed b
   assert.ok(session, "the chat is bound to its new session");
   const written = lines(session);
   assert.equal(written[0].cwd, project);
+  // as pi 1.6.0: the system prompt and tools as a message before the first user message
   assert.deepEqual(
     written.filter((e) => e.type === "message").map((e) => e.message.role),
-    ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"],
+    ["system", "user", "assistant", "toolResult", "assistant", "toolResult", "assistant"],
   );
 });
 

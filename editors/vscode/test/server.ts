@@ -64,7 +64,12 @@ export interface Server extends Connection {
   cancelSource(): CancellationTokenSource;
 }
 
-export async function startServer(box: Sandbox, extraEnv: Record<string, string> = {}, tools: string[] = []): Promise<Server> {
+export async function startServer(
+  box: Sandbox,
+  extraEnv: Record<string, string> = {},
+  tools: string[] = [],
+  initializationOptions: Record<string, unknown> = {},
+): Promise<Server> {
   const env: Record<string, string | undefined> = { ...process.env, HOME: box.home };
   delete env.ANTHROPIC_API_KEY; // unless a test passes one: summaries come from the extractive fallback
   delete env.PI_CODING_AGENT_DIR;
@@ -100,7 +105,7 @@ export async function startServer(box: Sandbox, extraEnv: Record<string, string>
       processId: process.pid,
       rootUri: null,
       capabilities: { window: { workDoneProgress: true }, ...(tools.length ? { experimental: { piTools: { tools } } } : {}) },
-      initializationOptions: {},
+      initializationOptions,
     }),
     exited,
   ]);

@@ -147,7 +147,7 @@ function M.ensure()
     return false
   end
   local opts = config.options
-  local init_options = {}
+  local init_options = vim.deepcopy(opts.server_options or {})
   if opts.sessions_dirs then
     init_options.sessionDirs = config.roots()
   end

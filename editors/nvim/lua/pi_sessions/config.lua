@@ -26,6 +26,7 @@ M.defaults = {
   cmd_env = nil, -- extra environment for the server process
   sessions_dirs = nil, -- nil: the server's default (~/.pi/agent/sessions)
   state_dir = nil, -- nil: the server's default state folder
+  server_options = nil, -- more initializationOptions for the server (e.g. compaction budgets)
   filter = "default",
   context_format = "agent",
   page_size = 500, -- rows fetched per pi/getTree window
