@@ -127,7 +127,8 @@ function serverSettings(): { settings: ServerSettings; init: Record<string, unkn
     sessionDirs: cfg.get<string[]>("sessionDirs"),
     stateDir: cfg.get<string>("stateDir"),
   };
-  const init: Record<string, unknown> = {};
+  // more initializationOptions (compaction budgets, …; docs/protocol.md), under the folder settings
+  const init: Record<string, unknown> = { ...(cfg.get<Record<string, unknown>>("serverOptions") ?? {}) };
   if (settings.sessionDirs?.length) init.sessionDirs = settings.sessionDirs;
   if (settings.stateDir) init.stateDir = settings.stateDir;
   return { settings, init };
