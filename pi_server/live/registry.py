@@ -31,7 +31,7 @@ from pi_server.store.writer import new_session_file, refuse_samples
 from pi_server.tree.outline import Outline
 
 log = logging.getLogger("pi_server")
-STEP_S = 0.02  # longest run of a stepped call before other requests get the worker
+STEP_S = 0.01  # longest run of a stepped call before other requests get the worker
 
 
 @dataclass
