@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import run_oracle
 
-from pi_server.agent.prompt import build_system_prompt
+from pi_server.agent.system16 import build_sections
 from pi_server.agent.tools import run_local
 
 
@@ -67,10 +67,14 @@ def test_grep_find_and_confinement(tmp_path: Path) -> None:
 
 
 def test_system_prompt_lists_tools_and_context(tmp_path: Path, monkeypatch) -> None:
+    """pi 1.6.0's sections for a tool set: the tools with their snippets, the rules their
+    guidelines give, and the project's AGENTS.md."""
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     (tmp_path / "AGENTS.md").write_text("Use tabs.")
-    p = build_system_prompt(str(tmp_path), ["read", "bash", "grep", "find", "ls"])
-    assert "- read: Read file contents\n- bash: Execute bash commands (ls, grep, find, etc.)\n" in p
-    assert "- Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)\n" in p
-    assert f"## {tmp_path}/AGENTS.md\n\nUse tabs.\n\n" in p
-    assert p.endswith(f"Current working directory: {tmp_path}")
+    sections = build_sections(str(tmp_path), ["read", "bash", "grep", "find", "ls"])
+    assert sections["tools"].startswith("<tools>\n- read: Read file contents\n- bash: ")
+    assert "- Use bash for file operations" not in sections["rules"]  # grep/find/ls are there
+    only_bash = build_sections(str(tmp_path), ["read", "bash"])
+    assert "- Use bash for file operations like ls, rg, find" in only_bash["rules"]
+    text = "\n\n".join(sections.values())
+    assert f"{tmp_path}/AGENTS.md" in text and "Use tabs." in text

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from pi_server.agent.context_files import context_files
 from pi_server.agent.decls16 import DECLARATIONS, GUIDELINES, SNIPPETS
-from pi_server.agent.prompt import context_files
 from pi_server.jsutil import js_stringify
 from pi_server.llm.transcript import current_system_message, current_tools
 
