@@ -132,3 +132,22 @@ def run_oracle(script: str, *args: Any, pi16: bool = False, timeout: float = 300
         timeout=timeout,
     )
     return json.loads(res.stdout)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, Any]:
+    """Folders of a harness test: a project with two files, a secret beside it, sessions, state, home."""
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    (cwd / "notes.txt").write_text("alpha\nbeta\n")
+    (tmp_path / "secret.txt").write_text("do not read\n")
+    root = tmp_path / "sessions"
+    root.mkdir()
+    return {
+        "root": str(root),
+        "state": str(tmp_path / "state"),
+        "cwd": str(cwd),
+        "home": str(tmp_path / "home"),
+        "log": str(tmp_path / "server.log"),
+        "tmp": tmp_path,
+    }

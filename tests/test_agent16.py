@@ -8,29 +8,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import run_oracle
 from fake_anthropic import FakeAnthropic, sse_blocks
 from lsp_client import Client, server
 from test_agent import args, entries, envvars, finished
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "pi16" / "recorded"
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, Any]:
-    cwd = tmp_path / "project"
-    cwd.mkdir()
-    root = tmp_path / "sessions"
-    root.mkdir()
-    return {
-        "root": str(root),
-        "state": str(tmp_path / "state"),
-        "cwd": str(cwd),
-        "home": str(tmp_path / "home"),
-        "log": str(tmp_path / "server.log"),
-        "tmp": tmp_path,
-    }
 
 
 def _replies() -> list[tuple[str, list[bytes]]]:
