@@ -16,7 +16,7 @@ import pytest
 from fake_anthropic import FakeAnthropic
 from lsp_client import server
 from tcp_peer import Peer, Server
-from test_agent import answer, args, entries, env, envvars, finished, tool_use  # noqa: F401 (env: a fixture)
+from test_agent import answer, args, entries, envvars, finished, tool_use
 
 from pi_server.agent.tools import run_local, run_tool
 from pi_server.redact import RedactSecrets
