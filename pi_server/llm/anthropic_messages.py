@@ -9,6 +9,7 @@ from typing import Any
 
 from pi_server.jsutil import js_trim
 from pi_server.llm.transcript import render_system_update
+from pi_server.llm.transform import placeholder_images
 
 _LONE = re.compile(r"[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
 _EFFORTS = ("low", "medium", "high", "xhigh", "max")
@@ -79,16 +80,7 @@ def _error_images(r: dict[str, Any]) -> tuple[list, list] | None:
     images = [b for b in content if isinstance(b, dict) and b.get("type") == "image"]
     if not r.get("isError") or not images:
         return None
-    kept: list[Any] = []
-    prev = False
-    for b in content:
-        if isinstance(b, dict) and b.get("type") == "image":
-            if not prev:
-                kept.append({"type": "text", "text": _ERROR_IMAGE})
-            prev = True
-            continue
-        kept.append(b)
-        prev = isinstance(b, dict) and b.get("text") == _ERROR_IMAGE
+    kept = placeholder_images(content, _ERROR_IMAGE)
     caption = f"Images from the error result of tool call {r.get('toolCallId')} ({r.get('toolName')}):"
     return kept, [{"type": "text", "text": caption}, *(image(b) for b in images)]
 

@@ -18,7 +18,8 @@ NON_VISION_USER = "(image omitted: model does not support images)"
 NON_VISION_TOOL = "(tool image omitted: model does not support images)"
 
 
-def _placeholder_images(content: list, placeholder: str) -> list:
+def placeholder_images(content: list, placeholder: str) -> list:
+    """Each run of images in `content` replaced by one `placeholder` text block."""
     out = []
     prev = False
     for b in content:
@@ -71,9 +72,9 @@ def _stage(
     role = m.get("role")
     if not model.images:
         if role == "user" and isinstance(m.get("content"), list):
-            m = {**m, "content": _placeholder_images(m["content"], NON_VISION_USER)}
+            m = {**m, "content": placeholder_images(m["content"], NON_VISION_USER)}
         elif role == "toolResult" and isinstance(m.get("content"), list):
-            m = {**m, "content": _placeholder_images(m["content"], NON_VISION_TOOL)}
+            m = {**m, "content": placeholder_images(m["content"], NON_VISION_TOOL)}
     if role == "toolResult":
         new = id_map.get(m.get("toolCallId"))  # type: ignore[arg-type]
         if new and new != m.get("toolCallId"):
