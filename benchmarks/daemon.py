@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from lsprotocol import types as lsp  # noqa: E402
 from pytest_lsp import LanguageClient, client_capabilities  # noqa: E402
 from pytest_lsp.client import register_lsp_features  # noqa: E402
+from stdio import rss_of  # noqa: E402
 
 from pi_server.server.app import converter_factory  # noqa: E402
 
@@ -39,14 +40,6 @@ def node_json(version: str, *args: str) -> dict:
     from run import pi_json
 
     return pi_json(version, *args)
-
-
-def rss_of(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 class Session:
