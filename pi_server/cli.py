@@ -171,7 +171,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         early = quickstart.answer_initialize(getattr(args, "state_dir", None))
     import logging
 
-    from pi_server.server.app import ServerOptions, create_server
+    from pi_server.server.host import ServerOptions
 
     logging.basicConfig(
         level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
@@ -203,16 +203,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             pass
     else:
-        server = create_server(options)
-        try:
-            if early is not None:
-                stdin = quickstart.Replay(early.consumed, sys.stdin.buffer)
-                server.start_io(stdin, quickstart.Filter(early, sys.stdout.buffer))  # type: ignore[arg-type]
-            else:
-                server.start_io()
-        finally:
-            server.stop.set()
-            server.worker.shutdown(wait=False, cancel_futures=True)
+        from pi_server.server.lean import serve_stdio
+
+        assert early is not None
+        serve_stdio(options, early, sys.stdout.buffer)
     try:
         sys.stdout.flush()
     except (OSError, ValueError):

@@ -203,11 +203,16 @@ def test_a_known_client_gets_the_initialize_reply_recorded_from_pygls(tmp_path: 
     assert "pi/listSessions" in answers[0]["capabilities"]["experimental"]["piSessions"]["methods"]
 
     # a record out of date (another version's reply) goes out once, then pygls's own replaces it
+    # as soon as pygls is loaded (`pi/*` alone never loads it; a document request does)
     stale = json.loads(record.read_text())
     (key,) = stale
     stale[key]["capabilities"]["experimental"]["piSessions"]["methods"] = ["pi/gone"]
     record.write_text(json.dumps(stale))
-    first = _serve(tmp_path, init, *rest)[0]
+    _serve(tmp_path, init, *rest)
+    assert json.loads(record.read_text())[key] == stale[key]
+    doc = {"textDocument": {"uri": (SAMPLES / "nope.jsonl").as_uri()}}
+    symbols = {"jsonrpc": "2.0", "id": 4, "method": "textDocument/documentSymbol", "params": doc}
+    first = _serve(tmp_path, init, rest[0], symbols, *rest[1:])[0]
     assert first["result"]["capabilities"]["experimental"]["piSessions"]["methods"] == ["pi/gone"]
     assert json.loads(record.read_text())[key] == answers[0]
 

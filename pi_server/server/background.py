@@ -6,17 +6,15 @@ import asyncio
 import logging
 import os
 import time
-import uuid
 from typing import Any
 
-from lsprotocol import types as lsp
 from watchfiles import Change, awatch
 
 from pi_server.server import errors, notify
 from pi_server.server.worker import BACKGROUND
 
 log = logging.getLogger("pi_server")
-PiServer = Any  # server.base.PiServer, which starts this work (so this module cannot import it)
+PiServer = Any  # server.host.Host, which starts this work (so this module cannot import it)
 DEBOUNCE_MS = 20  # watchfiles waits this long for more changes before yielding
 STEP_MS = 5
 
@@ -88,15 +86,7 @@ async def initial_index(ls: PiServer) -> None:
     reg = ls.registry
     assert reg is not None
     files = await ls.core(reg.all_files)
-    token = None
-    caps = ls.client_capabilities.window
-    if caps is not None and caps.work_done_progress:
-        token = str(uuid.uuid4())
-        try:
-            await ls.work_done_progress.create_async(token)
-            ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title="Indexing pi sessions", percentage=0))
-        except Exception:  # the client may refuse progress: index anyway
-            token = None
+    token = await ls.begin_progress("Indexing pi sessions", percentage=0)
     start = time.monotonic()
     for i, path in enumerate(files):
         try:
@@ -105,12 +95,8 @@ async def initial_index(ls: PiServer) -> None:
         except errors.PiError:
             pass
         if token and (i % 10 == 0 or i == len(files) - 1):
-            ls.work_done_progress.report(
-                token,
-                lsp.WorkDoneProgressReport(message=f"{i + 1}/{len(files)}", percentage=int((i + 1) * 100 / len(files))),
-            )
-    if token:
-        ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=f"{len(files)} sessions"))
+            ls.report_progress(token, f"{i + 1}/{len(files)}", int((i + 1) * 100 / len(files)))
+    ls.end_progress(token, f"{len(files)} sessions")
     log.info("indexed %d sessions in %.2f s", len(files), time.monotonic() - start)
     await ls.core(reg.save_all)
     # writes left queued by an earlier run
@@ -129,22 +115,3 @@ async def flush_session(ls: PiServer, session: str, force: bool = False) -> None
     if flushed:
         notify.session_updated(ls, live.path, flushed, live.leaf_id)
         notify.save_point(ls, live.path, flushed)
-
-
-async def begin_progress(ls: PiServer, title: str, message: str | None = None) -> str | None:
-    """Start LSP work-done progress if the client takes it; returns the token (or None)."""
-    caps = ls.client_capabilities.window
-    if caps is None or not caps.work_done_progress:
-        return None
-    token = str(uuid.uuid4())
-    try:
-        await ls.work_done_progress.create_async(token)
-        ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title=title, message=message, cancellable=False))
-    except Exception:
-        return None
-    return token
-
-
-def end_progress(ls: PiServer, token: str | None, message: str | None = None) -> None:
-    if token is not None:
-        ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=message))

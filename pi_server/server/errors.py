@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from pydantic import ValidationError
-from pygls.exceptions import JsonRpcException
 
 
-class PiError(JsonRpcException):
+class PiError(Exception):
+    """An error answer: the lean loop sends `error()`, pygls's protocol maps it the same way."""
+
+    CODE = -32603
     KIND = "InternalError"
 
     def __init__(self, message: str) -> None:
-        super().__init__(message=message, code=self.CODE, data={"kind": self.KIND})
+        super().__init__(message)
+        self.message = message
+        self.code = self.CODE
+        self.data = {"kind": self.KIND}
+
+    def error(self) -> dict[str, object]:
+        return {"code": self.code, "message": self.message, "data": self.data}
 
 
 class InvalidParams(PiError):

@@ -1,14 +1,15 @@
-"""Answer `initialize` over stdio before pygls is imported.
+"""Answer `initialize` over stdio before anything heavy is imported.
 
-pygls needs `lsprotocol.types` (~0.4 s to import on an idle machine, several
-times that on a busy one), yet the `initialize` reply only lists what the
-server can do. So the stdio server reads the first message itself with only the
-standard library; when a previous start recorded pygls's own reply for the
-same client capabilities, options and code (the key below), that reply goes out
-at once. pygls is imported afterwards and is handed the bytes read so far: it
-handles `initialize` as always (options, registry, warnings) and its reply,
-which the client already has, is dropped, or recorded for the next start when
-it differs or was not known.
+The `initialize` reply only lists what the server can do, and building it takes
+pygls (~0.4 s to import `lsprotocol.types` on an idle machine, several times
+that on a busy one), which the `pi/*` methods do not need (`server/lean.py`).
+So the stdio server reads the first message itself with only the standard
+library; when a previous start recorded pygls's own reply for the same client
+capabilities, options and code (the key below), that reply goes out at once.
+Otherwise the lean loop loads pygls and hands it the `initialize`: its reply
+goes out through `Filter` and is recorded for the next start. Whenever pygls is
+loaded later (an LSP request), it is handed the `initialize` too, and a record
+that differs from its reply is replaced.
 """
 
 from __future__ import annotations
@@ -142,30 +143,6 @@ def answer_initialize(state_flag: str | None, fd_in: int = 0, out: BinaryIO | No
             stream.flush()
             sent = known
     return Early(consumed, msg, key, cache, sent)
-
-
-class Replay:
-    """stdin for pygls: the bytes already read, then the real stream."""
-
-    def __init__(self, first: bytes, rest: BinaryIO) -> None:
-        self.first = first
-        self.rest = rest
-
-    def readline(self) -> bytes:
-        if self.first:
-            line, nl, tail = self.first.partition(b"\n")
-            if nl:
-                self.first = tail
-                return line + nl
-            self.first = b""
-            return line + self.rest.readline()
-        return self.rest.readline()
-
-    def read(self, n: int) -> bytes:
-        if self.first:
-            part, self.first = self.first[:n], self.first[n:]
-            return part + (self.rest.read(n - len(part)) if len(part) < n else b"")
-        return self.rest.read(n)
 
 
 class Filter:

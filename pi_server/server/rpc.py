@@ -62,8 +62,13 @@ def _guarded(fn: Handler, model: type[BaseModel]) -> Handler:
     return handler
 
 
+def guarded_methods() -> dict[str, Handler]:
+    """Every `pi/*` method as the handler a connection calls with its raw params."""
+    return {name: _guarded(fn, model) for name, (fn, model) in PI_METHODS.items()}
+
+
 def install(server: Any) -> None:
-    for name, (fn, model) in PI_METHODS.items():
-        server.feature(name)(_guarded(fn, model))
+    for name, handler in guarded_methods().items():
+        server.feature(name)(handler)
     for name, (fn, options) in LSP_FEATURES.items():
         server.feature(name, options)(fn) if options is not None else server.feature(name)(fn)

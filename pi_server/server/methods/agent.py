@@ -20,7 +20,7 @@ from pi_server.llm.client import api_key
 from pi_server.llm.formats import context_result
 from pi_server.llm.models import ANTHROPIC, anthropic_model
 from pi_server.server import background, errors, notify, params
-from pi_server.server.base import PiServer
+from pi_server.server.host import Host
 from pi_server.server.results import AbortResult, PromptResult, WriteResult
 from pi_server.server.rpc import pi_method
 from pi_server.tree.paths import path_to
@@ -42,7 +42,7 @@ class SettingChange:
         return appender.append_model_change(self.provider or "", self.model_id or "")
 
 
-def _retry(ls: PiServer) -> RetrySettings:
+def _retry(ls: Host) -> RetrySettings:
     r = RetrySettings()
     env = os.environ.get("PI_SERVER_RETRY_BASE_MS")
     if env:
@@ -56,7 +56,7 @@ def _retry(ls: PiServer) -> RetrySettings:
 
 
 @pi_method("pi/prompt", params.Prompt)
-async def prompt(ls: PiServer, p: params.Prompt) -> PromptResult:
+async def prompt(ls: Host, p: params.Prompt) -> PromptResult:
     """Run one prompt of pi's agent loop at the session's leaf (or in a new session for `cwd`)."""
     if p.session is None and p.cwd is None:
         raise errors.InvalidParams("invalid params: session: give a session or a cwd")
@@ -109,7 +109,7 @@ async def prompt(ls: PiServer, p: params.Prompt) -> PromptResult:
 
 
 @pi_method("pi/abort", params.Abort)
-async def abort(ls: PiServer, p: params.Abort) -> AbortResult:
+async def abort(ls: Host, p: params.Abort) -> AbortResult:
     """Stop the session's running turn, as pi's abort (the message ends `aborted`)."""
     path = await ls.core(ls.registry.resolve, p.session)
     turn = ls.registry.turns.get(path)
@@ -119,7 +119,7 @@ async def abort(ls: PiServer, p: params.Abort) -> AbortResult:
 
 
 @pi_method("pi/setModel", params.SetModel)
-async def set_model(ls: PiServer, p: params.SetModel) -> WriteResult:
+async def set_model(ls: Host, p: params.SetModel) -> WriteResult:
     """Switch the session's model (written as pi's model_change; kept for the end of a running turn)."""
     if p.provider != "anthropic" or p.modelId not in ANTHROPIC:
         raise errors.InvalidParams(f"invalid params: modelId: unknown model {p.provider}/{p.modelId}")
@@ -127,12 +127,12 @@ async def set_model(ls: PiServer, p: params.SetModel) -> WriteResult:
 
 
 @pi_method("pi/setThinkingLevel", params.SetThinkingLevel)
-async def set_thinking(ls: PiServer, p: params.SetThinkingLevel) -> WriteResult:
+async def set_thinking(ls: Host, p: params.SetThinkingLevel) -> WriteResult:
     """Switch the thinking level (pi's thinking_level_change; kept for the end of a running turn)."""
     return await _setting(ls, p.session, SettingChange(level=p.level))
 
 
-async def _setting(ls: PiServer, session: str, change: SettingChange) -> WriteResult:
+async def _setting(ls: Host, session: str, change: SettingChange) -> WriteResult:
     """During our turn: kept for its end. Otherwise: written now, as pi writes a model switch."""
 
     def run() -> Any:
@@ -149,7 +149,7 @@ async def _setting(ls: PiServer, session: str, change: SettingChange) -> WriteRe
     return WriteResult(entry_id=eid, queued=eid is None)
 
 
-def _hooks(ls: PiServer, live: LiveSession, turn_id: str) -> Hooks:
+def _hooks(ls: Host, live: LiveSession, turn_id: str) -> Hooks:
     def emit(event: dict[str, Any]) -> None:
         notify.agent_event(ls, live.path, turn_id, event)
 
@@ -163,8 +163,7 @@ def _hooks(ls: PiServer, live: LiveSession, turn_id: str) -> Hooks:
 
     async def execute_remote(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
         req = {"session": live.path, "toolCallId": call_id, "name": name, "arguments": args}
-        reply = await ls.protocol.send_request_async("pi/executeTool", req)
-        return _plain(reply)
+        return await ls.request("pi/executeTool", req)
 
     async def omit(entry_id: str) -> None:
         eid = await ls.core(lambda: ls.registry.appender(live).append_context_edit(entry_id, None))
@@ -194,14 +193,7 @@ def _record_thinking_level(appender: SessionAppender, live: LiveSession) -> None
         appender.append_thinking_level_change(level)
 
 
-def _plain(obj: Any) -> Any:
-    """A client reply as plain JSON values (pygls may hand back attrs objects)."""
-    if isinstance(obj, dict | list | str | int | float | bool) or obj is None:
-        return obj
-    return getattr(obj, "__dict__", obj)
-
-
-async def _run(ls: PiServer, live: LiveSession, turn: Turn, user: dict[str, Any]) -> None:
+async def _run(ls: Host, live: LiveSession, turn: Turn, user: dict[str, Any]) -> None:
     try:
         await turn.run(user)
     except Exception:  # a bug must not leave the session busy forever

@@ -9,14 +9,14 @@ from pi_server.live import ops
 from pi_server.live.appends import checked_edit
 from pi_server.live.session import LiveSession
 from pi_server.server import params
-from pi_server.server.base import PiServer
+from pi_server.server.host import Host
 from pi_server.server.methods.writes import write_one
 from pi_server.server.results import WriteResult
 from pi_server.server.rpc import pi_method
 
 
 @pi_method("pi/editContext", params.EditContext)
-async def edit_context(ls: PiServer, p: params.EditContext) -> WriteResult:
+async def edit_context(ls: Host, p: params.EditContext) -> WriteResult:
     """Append pi's context_edit: omit (`replacement: null`) or replace an entry's content in the
     contexts after it. The file stays append-only; above the edit the original shows again."""
 
@@ -28,7 +28,7 @@ async def edit_context(ls: PiServer, p: params.EditContext) -> WriteResult:
 
 
 @pi_method("pi/getContextEdits", params.GetContextEdits)
-async def get_context_edits(ls: PiServer, p: params.GetContextEdits) -> Any:
+async def get_context_edits(ls: Host, p: params.GetContextEdits) -> Any:
     """The context edits in force on the path to a leaf (default: the session's): the latest per
     target among the entries the context is built from, each with its target's original entry."""
 

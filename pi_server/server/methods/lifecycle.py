@@ -8,10 +8,8 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from pi_server.agent.tooldefs import CLIENT_TOOLS
 from pi_server.server import errors
 from pi_server.server.base import PiServer
-from pi_server.server.options import resolve
 from pi_server.server.rpc import lsp_feature
 
 log = logging.getLogger("pi_server")
@@ -20,27 +18,16 @@ log = logging.getLogger("pi_server")
 @lsp_feature(lsp.INITIALIZE)
 def initialize(ls: PiServer, p: lsp.InitializeParams) -> None:
     """Check the token (TCP), resolve the options, open the registry."""
-    opts, problems = resolve(p.initialization_options, ls.options)
     if ls.options.token is not None:
-        if not ls.token_ok(opts.token):
+        opts = p.initialization_options
+        if not ls.token_ok(opts.get("token") if isinstance(opts, dict) else None):
             log.warning("client refused: wrong token")
             asyncio.get_running_loop().call_later(0.05, ls.refuse)
             raise errors.InvalidParams("invalid token")
         ls.authorized = True
-    for problem in problems:
+    for problem in ls.setup(p.initialization_options, getattr(p.capabilities, "experimental", None)):
         log.warning("%s", problem)
         ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=f"pi-server: {problem}"))
-    ls.settings = opts
-    ls.registry = ls.open_registry(opts)
-    ls.client_tools = declared_tools(p.capabilities)
-
-
-def declared_tools(caps: Any) -> list[str]:
-    """The tools a client runs for us: `experimental.piTools.tools` in its initialize capabilities."""
-    exp = getattr(caps, "experimental", None)
-    pt = exp.get("piTools") if isinstance(exp, dict) else None
-    names = pt.get("tools") if isinstance(pt, dict) else None
-    return [n for n in CLIENT_TOOLS if isinstance(names, list) and n in names]
 
 
 @lsp_feature(lsp.INITIALIZED)
@@ -54,8 +41,4 @@ async def initialized(ls: PiServer, _p: Any) -> None:
 @lsp_feature(lsp.SHUTDOWN)
 async def shutdown(ls: PiServer, _p: Any) -> None:
     """Stop the background work and save every changed index."""
-    ls.stop.set()
-    for t in ls.tasks:
-        t.cancel()
-    if ls.registry is not None:
-        await ls.core(ls.registry.save_all)
+    await ls.shutdown_core()

@@ -6,19 +6,19 @@ from typing import Any
 
 from pi_server.llm.formats import context_result
 from pi_server.server import params
-from pi_server.server.base import PiServer
+from pi_server.server.host import Host
 from pi_server.server.rpc import pi_method
 from pi_server.tree.outline import get_tree
 
 
 @pi_method("pi/listSessions", params.ListSessions)
-async def list_sessions(ls: PiServer, p: params.ListSessions) -> Any:
+async def list_sessions(ls: Host, p: params.ListSessions) -> Any:
     """Every session under the roots, newest first (pi's SessionInfo, with the leaf the server keeps)."""
     return {"sessions": await ls.core_steps(ls.registry.list_steps, p.cwd, p.query, p.limit)}
 
 
 @pi_method("pi/getTree", params.GetTree)
-async def get_tree_rows(ls: PiServer, p: params.GetTree) -> Any:
+async def get_tree_rows(ls: Host, p: params.GetTree) -> Any:
     """pi's /tree rows for a filter and search, windowed by offset/limit."""
 
     def run() -> Any:
@@ -32,7 +32,7 @@ async def get_tree_rows(ls: PiServer, p: params.GetTree) -> Any:
 
 
 @pi_method("pi/getEntry", params.GetEntry)
-async def get_entry(ls: PiServer, p: params.GetEntry) -> Any:
+async def get_entry(ls: Host, p: params.GetEntry) -> Any:
     """One entry as pi holds it after loading."""
 
     def run() -> Any:
@@ -43,7 +43,7 @@ async def get_entry(ls: PiServer, p: params.GetEntry) -> Any:
 
 
 @pi_method("pi/buildContext", params.BuildContext)
-async def build_context(ls: PiServer, p: params.BuildContext) -> Any:
+async def build_context(ls: Host, p: params.BuildContext) -> Any:
     """The context pi would send at a leaf (default: the session's leaf), in one of four formats."""
 
     def run() -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 from pi_server.agent.stats import session_stats
 from pi_server.context.settings import replay
 from pi_server.llm.models import anthropic_model
-from pi_server.server.base import PiServer
+from pi_server.server.host import Host
 from pi_server.server.params import Params
 from pi_server.server.rpc import pi_method
 from pi_server.tree.paths import path_to
@@ -19,7 +19,7 @@ class GetSessionStats(Params):
 
 
 @pi_method("pi/getSessionStats", GetSessionStats)
-async def get_session_stats(ls: PiServer, p: GetSessionStats) -> Any:
+async def get_session_stats(ls: Host, p: GetSessionStats) -> Any:
     """Counts, tokens and cost of every entry (pi's get_session_stats), the context use at the
     leaf (default: the session's), and `branch`: the same numbers for root → leaf only."""
 

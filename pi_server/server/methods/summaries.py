@@ -7,8 +7,8 @@ from typing import Any
 from pi_server import summaries
 from pi_server.context.settings import settings_at
 from pi_server.live import ops
-from pi_server.server import background, errors, notify, params
-from pi_server.server.base import PiServer
+from pi_server.server import errors, notify, params
+from pi_server.server.host import Host
 from pi_server.server.results import CompactResult
 from pi_server.server.rpc import pi_method
 from pi_server.summaries.client import SummaryError
@@ -17,7 +17,7 @@ from pi_server.tree.paths import path_to
 
 
 @pi_method("pi/summarizeBranch", params.SummarizeBranch)
-async def summarize_branch(ls: PiServer, p: params.SummarizeBranch) -> summaries.Summary:
+async def summarize_branch(ls: Host, p: params.SummarizeBranch) -> summaries.Summary:
     """pi's branch summary of the entries between `fromId` (default: the leaf) and the common ancestor."""
     return await branch_summary(
         ls,
@@ -31,7 +31,7 @@ async def summarize_branch(ls: PiServer, p: params.SummarizeBranch) -> summaries
 
 
 async def branch_summary(
-    ls: PiServer,
+    ls: Host,
     session: str,
     target: str | None,
     from_id: str | None,
@@ -53,17 +53,17 @@ async def branch_summary(
         return req, entries, model, settings.thinking_level
 
     req, entries, model, thinking = await ls.core(prepare)
-    token = await background.begin_progress(ls, "Summarizing branch", f"{len(req.entry_ids)} entries")
+    token = await ls.begin_progress("Summarizing branch", f"{len(req.entry_ids)} entries")
     try:
         return await summaries.summarize(req, entries, model, thinking, timeout=ls.settings.summary.timeout)
     except SummaryError as e:
         raise errors.SummaryFailed(f"summary failed: {e}") from None
     finally:
-        background.end_progress(ls, token)
+        ls.end_progress(token)
 
 
 @pi_method("pi/compact", params.Compact)
-async def compact(ls: PiServer, p: params.Compact) -> CompactResult:
+async def compact(ls: Host, p: params.Compact) -> CompactResult:
     """pi's compaction at the session's leaf; queued while a turn runs."""
 
     def prepare() -> Any:
@@ -86,7 +86,7 @@ async def compact(ls: PiServer, p: params.Compact) -> CompactResult:
     live, prep, model, thinking = await ls.core(prepare)
     if prep is None:
         raise errors.NothingToCompact("Nothing to compact (session too small)")
-    token = await background.begin_progress(ls, "Compacting session")
+    token = await ls.begin_progress("Compacting session")
     try:
         summary, _source, usage = await summaries.service.compact(
             prep, model, thinking, p.customInstructions, timeout=ls.settings.summary.timeout
@@ -94,7 +94,7 @@ async def compact(ls: PiServer, p: params.Compact) -> CompactResult:
     except SummaryError as e:
         raise errors.SummaryFailed(f"compaction failed: {e}") from None
     finally:
-        background.end_progress(ls, token)
+        ls.end_progress(token)
     op = ops.CompactionOp(
         summary=summary,
         firstKeptEntryId=prep.first_kept_entry_id,

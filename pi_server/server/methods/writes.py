@@ -10,14 +10,14 @@ import msgspec
 from pi_server.live import ops
 from pi_server.live.session import LiveSession
 from pi_server.server import notify, params
-from pi_server.server.base import PiServer
+from pi_server.server.host import Host
 from pi_server.server.methods.summaries import branch_summary
 from pi_server.server.results import ForkResult, SwitchResult, WriteResult
 from pi_server.server.rpc import pi_method
 
 
 @pi_method("pi/switchBranch", params.SwitchBranch)
-async def switch_branch(ls: PiServer, p: params.SwitchBranch) -> SwitchResult:
+async def switch_branch(ls: Host, p: params.SwitchBranch) -> SwitchResult:
     """Move the leaf as pi's /tree does; optionally summarize the branch left, label, persist."""
     summary = None
     if p.summarize:
@@ -36,7 +36,7 @@ async def switch_branch(ls: PiServer, p: params.SwitchBranch) -> SwitchResult:
     return msgspec.convert(out, SwitchResult)
 
 
-async def write_one(ls: PiServer, session: str, make: Callable[[LiveSession], ops.Op]) -> WriteResult:
+async def write_one(ls: Host, session: str, make: Callable[[LiveSession], ops.Op]) -> WriteResult:
     """One write to a session: `make` builds it on the worker (checking what it must), then it
     is applied or queued, and what the file gained is announced."""
 
@@ -51,7 +51,7 @@ async def write_one(ls: PiServer, session: str, make: Callable[[LiveSession], op
 
 
 @pi_method("pi/setLabel", params.SetLabel)
-async def set_label(ls: PiServer, p: params.SetLabel) -> WriteResult:
+async def set_label(ls: Host, p: params.SetLabel) -> WriteResult:
     """Set (or, with no label, clear) an entry's label, as pi's appendLabelChange."""
 
     def make(live: LiveSession) -> ops.Op:
@@ -62,13 +62,13 @@ async def set_label(ls: PiServer, p: params.SetLabel) -> WriteResult:
 
 
 @pi_method("pi/setSessionName", params.SetSessionName)
-async def set_session_name(ls: PiServer, p: params.SetSessionName) -> WriteResult:
+async def set_session_name(ls: Host, p: params.SetSessionName) -> WriteResult:
     """Name the session, as pi's appendSessionInfo."""
     return await write_one(ls, p.session, lambda _live: ops.NameOp(name=p.name))
 
 
 @pi_method("pi/fork", params.Fork)
-async def fork(ls: PiServer, p: params.Fork) -> ForkResult:
+async def fork(ls: Host, p: params.Fork) -> ForkResult:
     """A new session file holding the path to an entry, as pi's createBranchedSession."""
 
     def run() -> str:
