@@ -40,7 +40,7 @@ __all__ = ["PiProtocol", "PiServer", "ServerOptions", "build_registry", "convert
 
 def _plain_params(obj: dict[str, Any], cls: type) -> Any:
     # only messages pygls has no type for (our pi/* methods) come here: their params
-    # stay plain dicts, validated by pydantic in the handlers
+    # stay plain dicts, validated by msgspec in the handlers (server/rpc.py)
     return cls(**obj)
 
 

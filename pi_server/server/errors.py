@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from msgspec import ValidationError
+
+from pi_server.server.params import field_error
 
 
 class PiError(Exception):
@@ -68,7 +70,6 @@ class Internal(PiError):
     KIND = "InternalError"
 
 
-def invalid_params(err: ValidationError) -> InvalidParams:
-    first = err.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "params"
-    return InvalidParams(f"invalid params: {where}: {first.get('msg', 'invalid')}")
+def invalid_params(err: ValidationError, model: type | None = None) -> InvalidParams:
+    where, reason = field_error(err, model)
+    return InvalidParams(f"invalid params: {where or 'params'}: {reason}")

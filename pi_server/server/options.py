@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
+import msgspec
 
 from pi_server.server import params
 from pi_server.store.state import default_state_dir
@@ -98,13 +98,11 @@ def _validated(raw: dict[str, Any], problems: list[str]) -> params.InitOptions:
     data = dict(raw)
     for _ in range(len(data) + 1):
         try:
-            return params.InitOptions.model_validate(data)
-        except ValidationError as e:
-            first = e.errors()[0]
-            loc = first.get("loc", ())
-            top = str(loc[0]) if loc else ""
-            where = ".".join(str(p) for p in loc)
-            problems.append(f"initializationOptions.{where}: {first.get('msg', 'invalid')}; using the default")
+            return msgspec.convert(data, params.InitOptions, strict=False)
+        except msgspec.ValidationError as e:
+            where, reason = params.field_error(e, params.InitOptions)
+            problems.append(f"initializationOptions.{where}: {reason}; using the default")
+            top = where.split(".")[0]
             if top not in data:
                 break
             data.pop(top)

@@ -1,7 +1,7 @@
 """The method table: each JSON-RPC method is one module-level function, registered here.
 
 `@pi_method(name, Params)` checks that the connection may call it, parses its
-params with pydantic (-32602 naming the field), encodes the result once to JSON bytes,
+params into its msgspec Struct (-32602 naming the field), encodes the result once to JSON bytes,
 and lists the method in the `initialize` capabilities. `@lsp_feature` records
 the LSP methods pygls types for us. `install` puts both tables on a server.
 """
@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+import msgspec
 
 from pi_server.server import errors, wire
+from pi_server.server.params import Params
 
-P = TypeVar("P", bound=BaseModel)
+P = TypeVar("P", bound=Params)
 Handler = Callable[[Any, Any], Awaitable[Any]]
 
-PI_METHODS: dict[str, tuple[Handler, type[BaseModel]]] = {}
+PI_METHODS: dict[str, tuple[Handler, type[Params]]] = {}
 LSP_FEATURES: dict[str, tuple[Callable[..., Any], Any]] = {}
 
 
@@ -39,17 +40,22 @@ def lsp_feature(name: str, options: Any = None) -> Callable[[Callable[..., Any]]
 
 
 def parse(model: type[P], raw: Any) -> P:
+    """The decoded params (a dict, or None for none) as `model`.
+
+    Numbers and booleans sent as strings ("200", "true") are taken, never the
+    other way: a number is not a string, nor `true` a number.
+    """
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise errors.InvalidParams("invalid params: expected an object")
     try:
-        return model.model_validate(raw)
-    except ValidationError as e:
-        raise errors.invalid_params(e) from None
+        return msgspec.convert(raw, model, strict=False)
+    except msgspec.ValidationError as e:
+        raise errors.invalid_params(e, model) from None
 
 
-def _guarded(fn: Handler, model: type[BaseModel]) -> Handler:
+def _guarded(fn: Handler, model: type[Params]) -> Handler:
     async def handler(ls: Any, raw: Any) -> Any:
         if not ls.authorized:
             raise errors.InvalidParams("not initialized with a valid token")

@@ -34,7 +34,7 @@ async def get_context_edits(ls: Host, p: params.GetContextEdits) -> Any:
 
     def run() -> Any:
         live = ls.registry.get(p.session)
-        leaf = p.leafId if "leafId" in p.model_fields_set else live.leaf_id
+        leaf = live.leaf_id if p.leafId is params.UNSET else p.leafId
         if leaf is not None:
             ls.registry.entry_pos(live, leaf)
         idx = live.index

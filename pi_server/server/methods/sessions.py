@@ -23,7 +23,7 @@ async def get_tree_rows(ls: Host, p: params.GetTree) -> Any:
 
     def run() -> Any:
         live = ls.registry.get(p.session)
-        leaf = p.leafId if "leafId" in p.model_fields_set else live.leaf_id
+        leaf = live.leaf_id if p.leafId is params.UNSET else p.leafId
         if leaf is not None:
             ls.registry.entry_pos(live, leaf)
         return get_tree(live.outline, leaf, p.filter, p.search or "", p.folded, p.offset, p.limit)
@@ -48,10 +48,10 @@ async def build_context(ls: Host, p: params.BuildContext) -> Any:
 
     def run() -> Any:
         live = ls.registry.get(p.session)
-        if "leafId" in p.model_fields_set:
-            leaf, before = p.leafId, p.leafId is None
-        else:
+        if p.leafId is params.UNSET:
             leaf, before = live.leaf_id, live.explicit and live.leaf_id is None
+        else:
+            leaf, before = p.leafId, p.leafId is None
         if leaf is not None:
             ls.registry.entry_pos(live, leaf)
         return context_result(live.index, leaf, before_first=before, fmt=p.format)

@@ -8,14 +8,14 @@ from pi_server.agent.stats import session_stats
 from pi_server.context.settings import replay
 from pi_server.llm.models import anthropic_model
 from pi_server.server.host import Host
-from pi_server.server.params import Params
+from pi_server.server.params import UNSET, Params, UnsetType
 from pi_server.server.rpc import pi_method
 from pi_server.tree.paths import path_to
 
 
 class GetSessionStats(Params):
     session: str
-    leafId: str | None = None
+    leafId: str | None | UnsetType = UNSET
 
 
 @pi_method("pi/getSessionStats", GetSessionStats)
@@ -26,8 +26,8 @@ async def get_session_stats(ls: Host, p: GetSessionStats) -> Any:
     def run() -> Any:
         live = ls.registry.get(p.session)
         idx = live.index
-        leaf = p.leafId if "leafId" in p.model_fields_set else live.leaf_id
-        if leaf is None and "leafId" not in p.model_fields_set and not live.explicit:
+        leaf = live.leaf_id if p.leafId is UNSET else p.leafId
+        if leaf is None and p.leafId is UNSET and not live.explicit:
             leaf = idx.last_id  # no leaf kept yet: pi's leaf is the file's last entry
         entries = idx.read_entries(list(range(len(idx))))
         path = [] if leaf is None else [entries[i] for i in path_to(idx, ls.registry.entry_pos(live, leaf))]

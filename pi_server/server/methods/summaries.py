@@ -23,10 +23,10 @@ async def summarize_branch(ls: Host, p: params.SummarizeBranch) -> summaries.Sum
         ls,
         p.session,
         p.targetId,
-        p.fromId,
+        None if p.fromId is params.UNSET else p.fromId,
         p.customInstructions,
         p.replaceInstructions,
-        explicit_from="fromId" in p.model_fields_set,
+        explicit_from=p.fromId is not params.UNSET,
     )
 
 
