@@ -114,6 +114,32 @@ class Registry:
             self._adopt(path, idx, False)
         return True
 
+    def to_index(self, paths: list[str]) -> list[str]:
+        """Of `paths`, the files never indexed: not served, and not described by the listing
+        cache. Those it describes are known from now on (as dropped indexes whose cache
+        reloads them), so their changes on disk are followed."""
+        todo = []
+        for path in paths:
+            if path in self.sessions or path in self.evicted or not is_within(path, self.roots):
+                continue
+            fp = fingerprint(path)
+            if fp is None:
+                continue
+            info = self.cache.cached_info(path, fp)
+            if info is not None and isinstance(info.get("entryCount"), int):
+                self.evicted[path] = info["entryCount"]
+            else:
+                todo.append(path)
+        return todo
+
+    def indexed_elsewhere(self, path: str, facts: dict[str, Any] | None) -> None:
+        """A file another process indexed into the index cache: its listing facts are kept, its
+        index is loaded from the cache when a request needs it."""
+        if facts is None or path in self.sessions or path in self.evicted:
+            return
+        self.cache.remember_info(path, facts["fp"], facts["info"])
+        self.evicted[path] = facts["entries"]
+
     def _adopt(self, path: str, idx: SessionIndex, from_cache: bool) -> LiveSession:
         live = LiveSession(idx, Outline(idx), idx.last_id, from_cache=from_cache)
         saved = self.state.leaf(path)

@@ -104,12 +104,23 @@ def all_messages_text(idx: SessionIndex) -> str:
     return " ".join(parts)
 
 
+def query_tokens(query: str | None) -> list[str]:
+    """pi's search terms: the query lowered, split on whitespace (none: every session matches)."""
+    return js_split_ws((query or "").lower())
+
+
+def search_text(idx: SessionIndex) -> str:
+    """What a searched listing looks in: the session's name and all its message text, lowered."""
+    return f"{idx.name or ''} {all_messages_text(idx)}".lower()
+
+
 def matches(idx: SessionIndex, query: str | None) -> bool:
-    tokens = js_split_ws((query or "").lower())
-    if not tokens:
-        return True
-    hay = f"{idx.name or ''} {all_messages_text(idx)}".lower()
-    return all(t in hay for t in tokens)
+    tokens = query_tokens(query)
+    return not tokens or text_matches(search_text(idx), tokens)
+
+
+def text_matches(text: str, tokens: list[str]) -> bool:
+    return all(t in text for t in tokens)
 
 
 def list_sessions(

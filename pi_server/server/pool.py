@@ -1,0 +1,195 @@
+"""A small pool of worker processes for bulk reads (store/bulk.py): searched listings and
+the first index of a store run there, on their own cores and their own interpreter lock,
+so the requests the server's core worker answers meanwhile are not slowed down.
+
+Workers start on first use (`python -m pi_server.store.bulk`: a fresh interpreter,
+never a fork of this threaded process), one per core up to two (`PI_SERVER_WORKERS`
+overrides; 0 keeps all work in the server). Each file goes to the same worker every
+time (its search text stays there). A worker that dies or stays silent past a
+deadline on a file is killed and replaced, that file answers FAILED and the rest
+go on. Workers exit when the server closes their pipe or is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import os
+import select
+import subprocess
+import sys
+import threading
+import zlib
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import msgspec
+
+log = logging.getLogger("pi_server")
+FAILED = "failed"  # the answer for a file its worker died or hung on
+BASE_TIMEOUT_S = 10.0  # a file's deadline: this, plus a second per 10 MB
+BYTES_PER_S = 10_000_000
+
+
+class WorkerLost(Exception):
+    pass
+
+
+class Slot:
+    """One worker process and the pipe to it; one batch at a time."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.proc: subprocess.Popen | None = None
+        self.lock = threading.Lock()
+        self.buf = bytearray()
+
+    def start(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        self.buf.clear()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pi_server.store.bulk"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+            start_new_session=True,  # a Ctrl-C meant for the server is not the workers'
+        )
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        for pipe in (proc.stdin, proc.stdout):
+            try:
+                pipe.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=1.0)  # it exits on the closed pipe
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def run(self, req: dict[str, Any], items: list[str], on_result: Callable[[int, Any], None]) -> None:
+        """Send `items` with `req`; `on_result(i, answer)` for each, FAILED where the worker was lost."""
+        with self.lock:
+            pending = list(range(len(items)))
+            while pending:
+                got = 0
+                try:
+                    self.start()
+                    self._send({**req, "items": [items[i] for i in pending]})
+                    while got < len(pending):
+                        _, value = self._read_frame(_deadline(items[pending[got]]))
+                        on_result(pending[got], value)
+                        got += 1
+                    pending = []
+                except (WorkerLost, OSError, ValueError, msgspec.DecodeError) as e:
+                    log.warning("worker %s lost on %s (%s): replaced, file skipped", self.name, items[pending[got]], e)
+                    self.stop()
+                    on_result(pending[got], FAILED)
+                    pending = pending[got + 1 :]
+
+    def _send(self, obj: Any) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        body = msgspec.msgpack.encode(obj)
+        self.proc.stdin.write(len(body).to_bytes(4, "big") + body)
+        self.proc.stdin.flush()
+
+    def _read_frame(self, timeout: float) -> Any:
+        head = self._read_exact(4, timeout)
+        return msgspec.msgpack.decode(self._read_exact(int.from_bytes(head, "big"), timeout))
+
+    def _read_exact(self, n: int, timeout: float) -> bytes:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while len(self.buf) < n:
+            ready, _, _ = select.select([fd], [], [], timeout)
+            if not ready:
+                raise WorkerLost(f"no answer in {timeout:.0f} s")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise WorkerLost("exited")
+            self.buf += chunk
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+
+def _deadline(path: str) -> float:
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        size = 0
+    return BASE_TIMEOUT_S + size / BYTES_PER_S
+
+
+class BulkPool:
+    def __init__(self, size: int) -> None:
+        self.slots = [Slot(f"bulk-{i}") for i in range(size)]
+        self.threads = ThreadPoolExecutor(max_workers=max(1, 4 * size), thread_name_prefix="pi-bulk")
+
+    def ready(self) -> bool:
+        """Start the workers; False (and the pool off for good) when processes cannot be started."""
+        try:
+            for slot in self.slots:
+                slot.start()
+        except OSError as e:
+            log.warning("no worker processes (%s): bulk work stays in the server", e)
+            self.shutdown()
+            self.slots = []
+        return bool(self.slots)
+
+    async def map(self, req: dict[str, Any], items: list[str], chunk: int) -> AsyncIterator[tuple[str, Any]]:
+        """(item, answer) as the workers give them, in no particular order."""
+        loop = asyncio.get_running_loop()
+        answers: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        shares: list[list[str]] = [[] for _ in self.slots]
+        for item in items:
+            shares[zlib.crc32(item.encode()) % len(self.slots)].append(item)
+
+        def run_share(slot: Slot, share: list[str]) -> None:
+            answered: set[int] = set()
+
+            def answer(pos: int, value: Any) -> None:
+                answered.add(pos)
+                loop.call_soon_threadsafe(answers.put_nowait, (share[pos], value))
+
+            try:
+                for start in range(0, len(share), chunk):
+                    slot.run(req, share[start : start + chunk], lambda i, v, s=start: answer(s + i, v))
+            finally:  # every item answers, or the caller would wait forever
+                for pos in range(len(share)):
+                    if pos not in answered:
+                        answer(pos, FAILED)
+
+        runs = [
+            loop.run_in_executor(self.threads, run_share, slot, share)
+            for slot, share in zip(self.slots, shares, strict=True)
+            if share
+        ]
+        for _ in range(len(items)):
+            yield await answers.get()
+        await asyncio.gather(*runs)
+
+    def shutdown(self) -> None:
+        for slot in self.slots:
+            slot.stop()
+        self.threads.shutdown(wait=False, cancel_futures=True)
+
+
+_shared: BulkPool | None = None
+
+
+def shared() -> BulkPool:
+    """The process's pool (every connection of a TCP server shares it, as it shares the core)."""
+    global _shared
+    if _shared is None:
+        env = os.environ.get("PI_SERVER_WORKERS")
+        size = int(env) if env and env.isdigit() else min(2, os.cpu_count() or 1)
+        _shared = BulkPool(size)
+        atexit.register(_shared.shutdown)
+    return _shared
