@@ -45,6 +45,9 @@ class Registry:
     evicted: dict[str, int] = field(default_factory=dict)  # path -> entry count when dropped
     building: dict[str, SessionIndex] = field(default_factory=dict)  # background indexing in progress
     turns: dict[str, Any] = field(default_factory=dict)  # session path -> the server's own running turn
+    # left out of listings until they change: path -> fingerprint (not a session, or killed a worker)
+    skipped: dict[str, dict[str, int]] = field(default_factory=dict)
+    _dirs: dict[str, str] = field(default_factory=dict)  # folders' real paths during one listing
 
     def __post_init__(self) -> None:
         if self.cache is None:
@@ -118,12 +121,12 @@ class Registry:
         """Of `paths`, the files never indexed: not served, and not described by the listing
         cache. Those it describes are known from now on (as dropped indexes whose cache
         reloads them), so their changes on disk are followed."""
-        todo = []
+        todo, dirs = [], {}
         for path in paths:
-            if path in self.sessions or path in self.evicted or not is_within(path, self.roots):
+            if path in self.sessions or path in self.evicted or not is_within(path, self.roots, dirs):
                 continue
             fp = fingerprint(path)
-            if fp is None:
+            if fp is None or self.skipped.get(path) == fp:
                 continue
             info = self.cache.cached_info(path, fp)
             if info is not None and isinstance(info.get("entryCount"), int):
@@ -132,13 +135,18 @@ class Registry:
                 todo.append(path)
         return todo
 
-    def indexed_elsewhere(self, path: str, facts: dict[str, Any] | None) -> None:
-        """A file another process indexed into the index cache: its listing facts are kept, its
-        index is loaded from the cache when a request needs it."""
-        if facts is None or path in self.sessions or path in self.evicted:
-            return
-        self.cache.remember_info(path, facts["fp"], facts["info"])
-        self.evicted[path] = facts["entries"]
+    def indexed_elsewhere(self, done: list[tuple[str, dict[str, Any] | str | None]]) -> None:
+        """Files another process indexed into the index cache: their listing facts are kept, their
+        indexes loaded from the cache when a request needs them. A file that is not a session
+        (None), or that process failed on (a string: why), is left out of listings until it changes."""
+        for path, facts in done:
+            if facts is None or isinstance(facts, str):
+                fp = fingerprint(path)
+                if fp is not None:
+                    self.skipped[path] = fp
+            elif path not in self.sessions and path not in self.evicted:
+                self.cache.remember_info(path, facts["fp"], facts["info"])
+                self.evicted[path] = facts["entries"]
 
     def _adopt(self, path: str, idx: SessionIndex, from_cache: bool) -> LiveSession:
         live = LiveSession(idx, Outline(idx), idx.last_id, from_cache=from_cache)
@@ -196,6 +204,7 @@ class Registry:
         """`list` in steps of about STEP_S seconds (run by the server's `core_steps`), so a
         searched listing of a large store never holds the worker for long."""
         described: dict[str, dict[str, Any] | None] = {}
+        self._dirs = {}
         t0 = time.monotonic()
         for path in iter_session_files(self.roots):
             described[path] = self._describe(path, query)
@@ -220,10 +229,10 @@ class Registry:
 
     def _describe_one(self, path: str, query: str | None) -> dict[str, Any] | None:
         """One file's SessionInfo (None: skip it), with the leaf the server keeps for it."""
-        if not is_within(path, self.roots):
+        if not is_within(path, self.roots, self._dirs):
             return None
         fp = fingerprint(path)
-        if fp is None:
+        if fp is None or self.skipped.get(path) == fp:
             return None
         live = self.sessions.get(path)
         info = None

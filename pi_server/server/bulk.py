@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pi_server.server import pool
-from pi_server.server.worker import BACKGROUND
+from pi_server.server.worker import BACKGROUND, REQUEST
 from pi_server.store.discovery import query_tokens
 
 log = logging.getLogger("pi_server")
@@ -19,21 +19,30 @@ PiServer = Any  # server.base.PiServer (which imports this module's callers)
 SEARCH_CHUNK = 128  # files per request to a worker: a search waits for at most one chunk of indexing
 INDEX_CHUNK = 4
 KNOWN_CHUNK = 256  # files checked against the listing cache per core call
+ADOPT_CHUNK = 32  # indexed files taken into the registry per core call
 
 
 async def list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit: int | None) -> list[dict]:
-    """pi/listSessions: the listing in the server, the search (if any) in the workers."""
+    """pi/listSessions: files never indexed are indexed in the workers, and the search (if
+    any) runs there; the listing itself is the server's."""
     reg = ls.registry
     tokens = query_tokens(query)
     bulk = pool.shared()
-    if not tokens or not bulk.ready():
+    if not bulk.ready():
         return await ls.core_steps(reg.list_steps, cwd, query if tokens else None, limit)
-    listed = await ls.core_steps(reg.list_steps, cwd, None, None)
+    await index_files(ls, bulk, await ls.core(reg.all_files), urgent=True)
+    listed = await ls.core_steps(reg.list_steps, cwd, None, None if tokens else limit)
+    if not tokens:
+        return listed
     req = {"op": "search", "tokens": tokens, "state": str(reg.state.root)}
-    matched = set()
-    async for path, hit in bulk.map(req, [info["session"] for info in listed], SEARCH_CHUNK):
+    matched, lost = set(), []
+    async for path, hit in bulk.map(req, [info["session"] for info in listed], SEARCH_CHUNK, urgent=True):
         if hit is True:
             matched.add(path)
+        elif hit == pool.FAILED:
+            lost.append((path, hit))
+    if lost:
+        await ls.core(reg.indexed_elsewhere, lost)
     found = [info for info in listed if info["session"] in matched]
     return found[:limit] if limit is not None else found
 
@@ -41,21 +50,39 @@ async def list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit:
 async def index_store(ls: PiServer, files: list[str], progress: Callable[[int], None]) -> bool:
     """Index the files the server has never indexed, in the workers; False when there are none
     (the caller indexes in the server). `progress(n)` after each file."""
-    reg = ls.registry
     bulk = pool.shared()
     if not bulk.ready():
         return False
+    await index_files(ls, bulk, files, progress=progress)
+    return True
+
+
+async def index_files(
+    ls: PiServer,
+    bulk: pool.BulkPool,
+    files: list[str],
+    urgent: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> None:
+    """Index into the cache, in the workers, those of `files` the server has never indexed."""
+    reg = ls.registry
+    priority = REQUEST if urgent else BACKGROUND
     todo: list[str] = []
     for start in range(0, len(files), KNOWN_CHUNK):
-        todo += await ls.core(reg.to_index, files[start : start + KNOWN_CHUNK], priority=BACKGROUND)
+        todo += await ls.core(reg.to_index, files[start : start + KNOWN_CHUNK], priority=priority)
     done = len(files) - len(todo)
-    progress(done)
-    req = {"op": "index", "state": str(reg.state.root)}
-    async for path, facts in bulk.map(req, todo, INDEX_CHUNK):
-        if facts == pool.FAILED:
-            log.warning("indexing skipped %s", path)
-        elif facts is not None:
-            await ls.core(reg.indexed_elsewhere, path, facts, priority=BACKGROUND)
-        done += 1
+    if progress:
         progress(done)
-    return True
+    req = {"op": "index", "state": str(reg.state.root)}
+    batch: list[tuple[str, Any]] = []
+    left = len(todo)
+    async for path, facts in bulk.map(req, todo, INDEX_CHUNK, urgent=urgent):
+        left -= 1
+        batch.append((path, facts))
+        if len(batch) >= ADOPT_CHUNK or not left:
+            # one core call per batch: under load each background call waits behind requests
+            await ls.core(reg.indexed_elsewhere, batch, priority=priority)
+            done += len(batch)
+            batch = []
+            if progress:
+                progress(done)

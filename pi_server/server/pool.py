@@ -43,7 +43,9 @@ class Slot:
     def __init__(self, name: str) -> None:
         self.name = name
         self.proc: subprocess.Popen | None = None
-        self.lock = threading.Lock()
+        self.cv = threading.Condition()
+        self.busy = False
+        self.urgent = 0  # urgent batches waiting: they go before the next bulk batch
         self.buf = bytearray()
 
     def start(self) -> None:
@@ -73,25 +75,41 @@ class Slot:
             proc.kill()
             proc.wait()
 
-    def run(self, req: dict[str, Any], items: list[str], on_result: Callable[[int, Any], None]) -> None:
-        """Send `items` with `req`; `on_result(i, answer)` for each, FAILED where the worker was lost."""
-        with self.lock:
-            pending = list(range(len(items)))
-            while pending:
-                got = 0
-                try:
-                    self.start()
-                    self._send({**req, "items": [items[i] for i in pending]})
-                    while got < len(pending):
-                        _, value = self._read_frame(_deadline(items[pending[got]]))
-                        on_result(pending[got], value)
-                        got += 1
-                    pending = []
-                except (WorkerLost, OSError, ValueError, msgspec.DecodeError) as e:
-                    log.warning("worker %s lost on %s (%s): replaced, file skipped", self.name, items[pending[got]], e)
-                    self.stop()
-                    on_result(pending[got], FAILED)
-                    pending = pending[got + 1 :]
+    def run(
+        self, req: dict[str, Any], items: list[str], on_result: Callable[[int, Any], None], urgent: bool = False
+    ) -> None:
+        """Send `items` with `req`; `on_result(i, answer)` for each, FAILED where the worker was lost.
+        An `urgent` batch (a client waits for it) goes before bulk batches waiting for the worker."""
+        with self.cv:
+            self.urgent += urgent
+            while self.busy or (not urgent and self.urgent):
+                self.cv.wait()
+            self.urgent -= urgent
+            self.busy = True
+        try:
+            self._run(req, items, on_result)
+        finally:
+            with self.cv:
+                self.busy = False
+                self.cv.notify_all()
+
+    def _run(self, req: dict[str, Any], items: list[str], on_result: Callable[[int, Any], None]) -> None:
+        pending = list(range(len(items)))
+        while pending:
+            got = 0
+            try:
+                self.start()
+                self._send({**req, "items": [items[i] for i in pending]})
+                while got < len(pending):
+                    _, value = self._read_frame(_deadline(items[pending[got]]))
+                    on_result(pending[got], value)
+                    got += 1
+                pending = []
+            except (WorkerLost, OSError, ValueError, msgspec.DecodeError) as e:
+                log.warning("worker %s lost on %s (%s): replaced, file skipped", self.name, items[pending[got]], e)
+                self.stop()
+                on_result(pending[got], FAILED)
+                pending = pending[got + 1 :]
 
     def _send(self, obj: Any) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -143,8 +161,10 @@ class BulkPool:
             self.slots = []
         return bool(self.slots)
 
-    async def map(self, req: dict[str, Any], items: list[str], chunk: int) -> AsyncIterator[tuple[str, Any]]:
-        """(item, answer) as the workers give them, in no particular order."""
+    async def map(
+        self, req: dict[str, Any], items: list[str], chunk: int, urgent: bool = False
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """(item, answer) as the workers give them, in no particular order (`urgent`: Slot.run)."""
         loop = asyncio.get_running_loop()
         answers: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         shares: list[list[str]] = [[] for _ in self.slots]
@@ -160,7 +180,7 @@ class BulkPool:
 
             try:
                 for start in range(0, len(share), chunk):
-                    slot.run(req, share[start : start + chunk], lambda i, v, s=start: answer(s + i, v))
+                    slot.run(req, share[start : start + chunk], lambda i, v, s=start: answer(s + i, v), urgent)
             finally:  # every item answers, or the caller would wait forever
                 for pos in range(len(share)):
                     if pos not in answered:
