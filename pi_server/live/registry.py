@@ -117,23 +117,43 @@ class Registry:
             self._adopt(path, idx, False)
         return True
 
+    def never_indexed(self, path: str) -> bool:
+        """A file neither served nor described by the listing cache. One the cache describes is
+        known from now on (as a dropped index the cache reloads), so its changes are followed."""
+        if path in self.sessions or path in self.evicted or not is_within(path, self.roots, self._dirs):
+            return False
+        fp = fingerprint(path)
+        if fp is None or self.skipped.get(path) == fp:
+            return False
+        info = self.cache.cached_info(path, fp)
+        if info is not None and isinstance(info.get("entryCount"), int):
+            self.evicted[path] = info["entryCount"]
+            return False
+        return True
+
     def to_index(self, paths: list[str]) -> list[str]:
-        """Of `paths`, the files never indexed: not served, and not described by the listing
-        cache. Those it describes are known from now on (as dropped indexes whose cache
-        reloads them), so their changes on disk are followed."""
-        todo, dirs = [], {}
-        for path in paths:
-            if path in self.sessions or path in self.evicted or not is_within(path, self.roots, dirs):
-                continue
-            fp = fingerprint(path)
-            if fp is None or self.skipped.get(path) == fp:
-                continue
-            info = self.cache.cached_info(path, fp)
-            if info is not None and isinstance(info.get("entryCount"), int):
-                self.evicted[path] = info["entryCount"]
+        """Of `paths`, the files never indexed (`never_indexed`)."""
+        self._dirs = {}
+        return [path for path in paths if self.never_indexed(path)]
+
+    def list_known_steps(self, cwd: str | None) -> Generator[None, None, tuple[list[dict], list[str]]]:
+        """`list_steps` without a search and without the files never indexed: the listing, and
+        those files (for worker processes to index)."""
+        described: dict[str, dict[str, Any] | None] = {}
+        missing: list[str] = []
+        self._dirs = {}
+        t0 = time.monotonic()
+        for path in iter_session_files(self.roots):
+            if self.never_indexed(path):
+                missing.append(path)
+                described[path] = None
             else:
-                todo.append(path)
-        return todo
+                described[path] = self._describe(path, None)
+            if time.monotonic() - t0 > STEP_S:
+                yield
+                t0 = time.monotonic()
+        listed = list_sessions(self.roots, cwd=cwd, describe=lambda p, q: described[p], paths=list(described))
+        return listed, missing
 
     def indexed_elsewhere(self, done: list[tuple[str, dict[str, Any] | str | None]]) -> None:
         """Files another process indexed into the index cache: their listing facts are kept, their
@@ -198,15 +218,32 @@ class Registry:
         """SessionInfo of every session, newest first; unchanged files answer from the listing cache."""
         return list_sessions(self.roots, cwd=cwd, query=query, limit=limit, describe=self._describe)
 
+    def files_steps(self) -> Generator[None, None, list[str]]:
+        """The session files under the roots, in steps; files left out until they change are left out."""
+        files = []
+        t0 = time.monotonic()
+        for path in iter_session_files(self.roots):
+            if path not in self.skipped or self.skipped[path] != fingerprint(path):
+                files.append(path)
+            if time.monotonic() - t0 > STEP_S:
+                yield
+                t0 = time.monotonic()
+        return files
+
     def list_steps(
-        self, cwd: str | None = None, query: str | None = None, limit: int | None = None
+        self,
+        cwd: str | None = None,
+        query: str | None = None,
+        limit: int | None = None,
+        paths: tuple[str, ...] | None = None,
     ) -> Generator[None, None, list[dict]]:
         """`list` in steps of about STEP_S seconds (run by the server's `core_steps`), so a
-        searched listing of a large store never holds the worker for long."""
+        searched listing of a large store never holds the worker for long. `paths`: only
+        these files (those a search in the worker processes matched)."""
         described: dict[str, dict[str, Any] | None] = {}
         self._dirs = {}
         t0 = time.monotonic()
-        for path in iter_session_files(self.roots):
+        for path in iter_session_files(self.roots) if paths is None else paths:
             described[path] = self._describe(path, query)
             if time.monotonic() - t0 > STEP_S:
                 yield

@@ -24,27 +24,36 @@ ADOPT_CHUNK = 32  # indexed files taken into the registry per core call
 
 async def list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit: int | None) -> list[dict]:
     """pi/listSessions: files never indexed are indexed in the workers, and the search (if
-    any) runs there; the listing itself is the server's."""
+    any) runs there; the server describes the files listed."""
     reg = ls.registry
     tokens = query_tokens(query)
     bulk = pool.shared()
     if not bulk.ready():
         return await ls.core_steps(reg.list_steps, cwd, query if tokens else None, limit)
-    await index_files(ls, bulk, await ls.core(reg.all_files), urgent=True)
-    listed = await ls.core_steps(reg.list_steps, cwd, None, None if tokens else limit)
-    if not tokens:
-        return listed
-    req = {"op": "search", "tokens": tokens, "state": str(reg.state.root)}
-    matched, lost = set(), []
-    async for path, hit in bulk.map(req, [info["session"] for info in listed], SEARCH_CHUNK, urgent=True):
+    if tokens:
+        return await searched(ls, bulk, tokens, cwd, limit)
+    listed, missing = await ls.core_steps(reg.list_known_steps, cwd)
+    if missing:  # a store not indexed yet: in the workers, then the listing again
+        await index_files(ls, bulk, missing, urgent=True, known=True)
+        listed = await ls.core_steps(reg.list_steps, cwd, None, None)
+    return listed[:limit] if limit is not None else listed
+
+
+async def searched(ls: PiServer, bulk: pool.BulkPool, tokens: list[str], cwd: str | None, limit: int | None) -> list:
+    """The workers say which files match (indexing those never indexed into the cache); the
+    server describes only those."""
+    reg = ls.registry
+    files = await ls.core_steps(reg.files_steps)
+    req = {"op": "search", "tokens": tokens, "state": str(reg.state.root), "roots": reg.roots}
+    matched, lost = [], []
+    async for path, hit in bulk.map(req, files, SEARCH_CHUNK, urgent=True):
         if hit is True:
-            matched.add(path)
+            matched.append(path)
         elif hit == pool.FAILED:
             lost.append((path, hit))
     if lost:
         await ls.core(reg.indexed_elsewhere, lost)
-    found = [info for info in listed if info["session"] in matched]
-    return found[:limit] if limit is not None else found
+    return await ls.core_steps(reg.list_steps, cwd, None, limit, tuple(sorted(matched)))
 
 
 async def index_store(ls: PiServer, files: list[str], progress: Callable[[int], None]) -> bool:
@@ -63,12 +72,14 @@ async def index_files(
     files: list[str],
     urgent: bool = False,
     progress: Callable[[int], None] | None = None,
+    known: bool = False,
 ) -> None:
-    """Index into the cache, in the workers, those of `files` the server has never indexed."""
+    """Index into the cache, in the workers, those of `files` the server has never indexed
+    (`known`: all of them)."""
     reg = ls.registry
     priority = REQUEST if urgent else BACKGROUND
-    todo: list[str] = []
-    for start in range(0, len(files), KNOWN_CHUNK):
+    todo: list[str] = files if known else []
+    for start in range(0, 0 if known else len(files), KNOWN_CHUNK):
         todo += await ls.core(reg.to_index, files[start : start + KNOWN_CHUNK], priority=priority)
     done = len(files) - len(todo)
     if progress:

@@ -95,8 +95,10 @@ class Slot:
 
     def _run(self, req: dict[str, Any], items: list[str], on_result: Callable[[int, Any], None]) -> None:
         pending = list(range(len(items)))
+        retried = False
         while pending:
             got = 0
+            fresh = self.proc is None or self.proc.poll() is not None
             try:
                 self.start()
                 self._send({**req, "items": [items[i] for i in pending]})
@@ -106,6 +108,10 @@ class Slot:
                     got += 1
                 pending = []
             except (WorkerLost, OSError, ValueError, msgspec.DecodeError) as e:
+                if got == 0 and not fresh and not retried:  # died before this batch: not this file's doing
+                    self.stop()
+                    retried = True
+                    continue
                 log.warning("worker %s lost on %s (%s): replaced, file skipped", self.name, items[pending[got]], e)
                 self.stop()
                 on_result(pending[got], FAILED)
@@ -166,33 +172,36 @@ class BulkPool:
     ) -> AsyncIterator[tuple[str, Any]]:
         """(item, answer) as the workers give them, in no particular order (`urgent`: Slot.run)."""
         loop = asyncio.get_running_loop()
-        answers: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        answers: asyncio.Queue[list[tuple[str, Any]]] = asyncio.Queue()
         shares: list[list[str]] = [[] for _ in self.slots]
         for item in items:
             shares[zlib.crc32(item.encode()) % len(self.slots)].append(item)
 
         def run_share(slot: Slot, share: list[str]) -> None:
-            answered: set[int] = set()
-
-            def answer(pos: int, value: Any) -> None:
-                answered.add(pos)
-                loop.call_soon_threadsafe(answers.put_nowait, (share[pos], value))
-
+            done = 0
             try:
                 for start in range(0, len(share), chunk):
-                    slot.run(req, share[start : start + chunk], lambda i, v, s=start: answer(s + i, v), urgent)
+                    part = share[start : start + chunk]
+                    got: list[Any] = [FAILED] * len(part)
+                    slot.run(req, part, got.__setitem__, urgent)
+                    # one hand-over per batch: the event loop is the requests' too
+                    loop.call_soon_threadsafe(answers.put_nowait, list(zip(part, got, strict=True)))
+                    done = start + len(part)
             finally:  # every item answers, or the caller would wait forever
-                for pos in range(len(share)):
-                    if pos not in answered:
-                        answer(pos, FAILED)
+                if done < len(share):
+                    loop.call_soon_threadsafe(answers.put_nowait, [(item, FAILED) for item in share[done:]])
 
         runs = [
             loop.run_in_executor(self.threads, run_share, slot, share)
             for slot, share in zip(self.slots, shares, strict=True)
             if share
         ]
-        for _ in range(len(items)):
-            yield await answers.get()
+        left = len(items)
+        while left:
+            batch = await answers.get()
+            left -= len(batch)
+            for answer in batch:
+                yield answer
         await asyncio.gather(*runs)
 
     def shutdown(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from pi_server.store.cache import IndexCache, fingerprint
-from pi_server.store.discovery import search_text, session_info, text_matches
+from pi_server.store.discovery import is_within, search_text, session_info, text_matches
 from pi_server.store.index import NotASession, SessionIndex
 
 TEXT_BUDGET = 32 << 20  # characters of search text kept per worker between searches
@@ -32,6 +32,7 @@ class Worker:
         # path -> (fingerprint, search text): a repeated search costs one stat per unchanged file
         self.texts: dict[str, tuple[tuple[int, int, int], str]] = {}
         self.text_chars = 0
+        self.dirs: dict[str, str] = {}  # folders' real paths, for one request
 
     def cache(self, state_root: str) -> IndexCache:
         cache = self.caches.get(state_root)
@@ -51,8 +52,11 @@ class Worker:
             raise NotASession(path)
         return idx
 
-    def search(self, path: str, tokens: list[str], state_root: str) -> bool | None:
-        """Whether the session matches every token (None: not a session, leave it out)."""
+    def search(self, path: str, tokens: list[str], state_root: str, roots: list[str]) -> bool | None:
+        """Whether the session matches every token (None: not a session, or a symlink out of the
+        roots: never read, left out)."""
+        if not is_within(path, roots, self.dirs):
+            return None
         fp = fingerprint(path)
         if fp is None:
             return None
@@ -80,7 +84,7 @@ class Worker:
     def run(self, req: dict[str, Any], item: str) -> Any:
         try:
             if req["op"] == "search":
-                return self.search(item, req["tokens"], req["state"])
+                return self.search(item, req["tokens"], req["state"], req["roots"])
             return self.index(item, req["state"])
         except (NotASession, OSError, ValueError, RecursionError, MemoryError):
             return None  # skipped, as the server's own listing skips it
@@ -123,6 +127,7 @@ def main() -> None:
         req = read_frame(stdin)
         if req is None:
             return
+        worker.dirs = {}
         for i, item in enumerate(req["items"]):
             write_frame(stdout, [i, worker.run(req, item)])
 
