@@ -24,17 +24,18 @@ ADOPT_CHUNK = 32  # indexed files taken into the registry per core call
 
 async def list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit: int | None) -> list[dict]:
     """pi/listSessions: files never indexed are indexed in the workers, and the search (if
-    any) runs there; the server describes the files listed."""
+    any) runs there; the server describes the files listed. Workers start only for such work."""
     reg = ls.registry
     tokens = query_tokens(query)
     bulk = pool.shared()
-    if not bulk.ready():
-        return await ls.core_steps(reg.list_steps, cwd, query if tokens else None, limit)
     if tokens:
-        return await searched(ls, bulk, tokens, cwd, limit)
+        if bulk.ready():
+            return await searched(ls, bulk, tokens, cwd, limit)
+        return await ls.core_steps(reg.list_steps, cwd, query, limit)
     listed, missing = await ls.core_steps(reg.list_known_steps, cwd)
     if missing:  # a store not indexed yet: in the workers, then the listing again
-        await index_files(ls, bulk, missing, urgent=True, known=True)
+        if bulk.ready():
+            await index_files(ls, bulk, missing, urgent=True)
         listed = await ls.core_steps(reg.list_steps, cwd, None, None)
     return listed[:limit] if limit is not None else listed
 
@@ -57,36 +58,37 @@ async def searched(ls: PiServer, bulk: pool.BulkPool, tokens: list[str], cwd: st
 
 
 async def index_store(ls: PiServer, files: list[str], progress: Callable[[int], None]) -> bool:
-    """Index the files the server has never indexed, in the workers; False when there are none
-    (the caller indexes in the server). `progress(n)` after each file."""
+    """Index the files the server has never indexed, in the workers; False when they cannot
+    start (the caller indexes in the server). `progress(n)` as files are done."""
+    reg = ls.registry
+    todo: list[str] = []
+    for start in range(0, len(files), KNOWN_CHUNK):
+        todo += await ls.core(reg.to_index, files[start : start + KNOWN_CHUNK], priority=BACKGROUND)
+    done = len(files) - len(todo)
+    progress(done)
+    if not todo:
+        return True
     bulk = pool.shared()
     if not bulk.ready():
         return False
-    await index_files(ls, bulk, files, progress=progress)
+    await index_files(ls, bulk, todo, progress=lambda n: progress(done + n))
     return True
 
 
 async def index_files(
     ls: PiServer,
     bulk: pool.BulkPool,
-    files: list[str],
+    todo: list[str],
     urgent: bool = False,
     progress: Callable[[int], None] | None = None,
-    known: bool = False,
 ) -> None:
-    """Index into the cache, in the workers, those of `files` the server has never indexed
-    (`known`: all of them)."""
+    """Index `todo` (files never indexed) into the cache, in the workers; the registry keeps
+    their listing facts."""
     reg = ls.registry
     priority = REQUEST if urgent else BACKGROUND
-    todo: list[str] = files if known else []
-    for start in range(0, 0 if known else len(files), KNOWN_CHUNK):
-        todo += await ls.core(reg.to_index, files[start : start + KNOWN_CHUNK], priority=priority)
-    done = len(files) - len(todo)
-    if progress:
-        progress(done)
     req = {"op": "index", "state": str(reg.state.root)}
     batch: list[tuple[str, Any]] = []
-    left = len(todo)
+    left, done = len(todo), 0
     async for path, facts in bulk.map(req, todo, INDEX_CHUNK, urgent=urgent):
         left -= 1
         batch.append((path, facts))
