@@ -81,17 +81,34 @@ def _gone(pids: set[int], timeout: float = 5.0) -> bool:
     return False
 
 
-@pytest.mark.parametrize("how", ["shutdown", "kill -9"])
+def _workers(pid: int) -> set[int]:
+    return {k for k in _children(pid) if "pi_server.store.bulk" in Path(f"/proc/{k}/cmdline").read_text()}
+
+
+@pytest.mark.parametrize("how", ["shutdown", "kill -9", "shutdown mid-index"])
 async def test_no_worker_outlives_the_server(tmp_path: Path, how: str) -> None:
     root = tmp_path / "sessions"
     shutil.copytree(SAMPLES, root)
+    if how == "shutdown mid-index":
+        big = max(SAMPLES.rglob("*.jsonl"), key=lambda p: p.stat().st_size)
+        for i in range(3000):
+            (root / f"--p{i % 30}--").mkdir(exist_ok=True)
+            shutil.copy(big, root / f"--p{i % 30}--" / f"{i}.jsonl")
     async with server("--sessions-dir", str(root), "--state-dir", str(tmp_path / "state")) as c:
-        await c.call("pi/listSessions", {"query": "orders"})
         pid = c.lc._server.pid  # type: ignore[union-attr]
-        workers = {k for k in _children(pid) if "pi_server.store.bulk" in Path(f"/proc/{k}/cmdline").read_text()}
+        if how == "shutdown mid-index":  # the initial index starts them
+            deadline = time.monotonic() + 10
+            while len(_workers(pid)) < min(2, os.cpu_count() or 1) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        else:
+            await c.call("pi/listSessions", {"query": "orders"})
+        workers = _workers(pid)
         assert len(workers) == min(2, os.cpu_count() or 1)
         if how == "kill -9":
             os.kill(pid, signal.SIGKILL)
+        t = time.monotonic()
+    assert _gone({pid}), "the server did not exit"
+    assert time.monotonic() - t < 5  # not after the whole store is indexed
     assert _gone(workers), workers
 
 

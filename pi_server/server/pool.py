@@ -22,7 +22,6 @@ import sys
 import threading
 import zlib
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import msgspec
@@ -46,11 +45,14 @@ class Slot:
         self.cv = threading.Condition()
         self.busy = False
         self.urgent = 0  # urgent batches waiting: they go before the next bulk batch
+        self.closed = False  # the server is exiting: no new process
         self.buf = bytearray()
 
     def start(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             return
+        if self.closed:
+            raise WorkerLost("shut down")
         self.buf.clear()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pi_server.store.bulk"],
@@ -108,6 +110,10 @@ class Slot:
                     got += 1
                 pending = []
             except (WorkerLost, OSError, ValueError, msgspec.DecodeError) as e:
+                if self.closed:  # exiting: what is left is not answered
+                    for i in pending[got:]:
+                        on_result(i, FAILED)
+                    return
                 if got == 0 and not fresh and not retried:  # died before this batch: not this file's doing
                     self.stop()
                     retried = True
@@ -154,10 +160,14 @@ def _deadline(path: str) -> float:
 class BulkPool:
     def __init__(self, size: int) -> None:
         self.slots = [Slot(f"bulk-{i}") for i in range(size)]
-        self.threads = ThreadPoolExecutor(max_workers=max(1, 4 * size), thread_name_prefix="pi-bulk")
+        self.started = False
+        self.closed = False
 
     def ready(self) -> bool:
         """Start the workers; False (and the pool off for good) when processes cannot be started."""
+        if self.closed or self.started:
+            return bool(self.slots) and not self.closed
+        self.started = True
         try:
             for slot in self.slots:
                 slot.start()
@@ -181,6 +191,8 @@ class BulkPool:
             done = 0
             try:
                 for start in range(0, len(share), chunk):
+                    if self.closed:
+                        break
                     part = share[start : start + chunk]
                     got: list[Any] = [FAILED] * len(part)
                     slot.run(req, part, got.__setitem__, urgent)
@@ -192,9 +204,7 @@ class BulkPool:
                     loop.call_soon_threadsafe(answers.put_nowait, [(item, FAILED) for item in share[done:]])
 
         runs = [
-            loop.run_in_executor(self.threads, run_share, slot, share)
-            for slot, share in zip(self.slots, shares, strict=True)
-            if share
+            self._thread(loop, run_share, slot, share) for slot, share in zip(self.slots, shares, strict=True) if share
         ]
         left = len(items)
         while left:
@@ -204,10 +214,27 @@ class BulkPool:
                 yield answer
         await asyncio.gather(*runs)
 
+    @staticmethod
+    def _thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> asyncio.Future:
+        """Run `fn` on a daemon thread: a server exiting mid-work does not wait for it (its
+        workers are stopped at exit, which ends the thread's wait)."""
+        done: asyncio.Future = loop.create_future()
+
+        def run() -> None:
+            try:
+                fn(*args)
+            finally:
+                if not loop.is_closed():
+                    loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+
+        threading.Thread(target=run, name="pi-bulk", daemon=True).start()
+        return done
+
     def shutdown(self) -> None:
+        self.closed = True
         for slot in self.slots:
+            slot.closed = True
             slot.stop()
-        self.threads.shutdown(wait=False, cancel_futures=True)
 
 
 _shared: BulkPool | None = None
