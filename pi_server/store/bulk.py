@@ -23,7 +23,7 @@ from pi_server.store.cache import IndexCache, fingerprint
 from pi_server.store.discovery import is_within, search_text, session_info, text_matches
 from pi_server.store.index import NotASession, SessionIndex
 
-TEXT_BUDGET = 32 << 20  # characters of search text kept per worker between searches
+TEXT_BUDGET = 48 << 20  # bytes of search text kept per worker between searches
 
 
 class Worker:
@@ -31,7 +31,7 @@ class Worker:
         self.caches: dict[str, IndexCache] = {}
         # path -> (fingerprint, search text): a repeated search costs one stat per unchanged file
         self.texts: dict[str, tuple[tuple[int, int, int], str]] = {}
-        self.text_chars = 0
+        self.text_bytes = 0
         self.dirs: dict[str, str] = {}  # folders' real paths, for one request
 
     def cache(self, state_root: str) -> IndexCache:
@@ -66,11 +66,12 @@ class Worker:
             return text_matches(known[1], tokens)
         text = search_text(self.load(path, self.cache(state_root)))
         if known is not None:
-            self.text_chars -= len(known[1])
+            self.text_bytes -= sys.getsizeof(known[1])
             del self.texts[path]
-        if self.text_chars + len(text) <= TEXT_BUDGET:
+        size = sys.getsizeof(text)  # 1, 2 or 4 bytes a character
+        if self.text_bytes + size <= TEXT_BUDGET:
             self.texts[path] = (key, text)
-            self.text_chars += len(text)
+            self.text_bytes += size
         return text_matches(text, tokens)
 
     def index(self, path: str, state_root: str) -> dict[str, Any] | None:
