@@ -4,6 +4,7 @@ server's own path, a lost worker replaced, no process left behind."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -130,6 +131,7 @@ async def _search(bulk: pool.BulkPool, files: list[str], tmp_path: Path) -> dict
 
 def test_a_worker_silent_on_a_file_is_replaced_and_only_that_file_skipped(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(pool, "BASE_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(pool, "WALL_FACTOR", 2)  # a stopped worker uses no CPU: given up on wall time
     files = _files(tmp_path, 200)  # each indexed afresh: the batch takes the worker a while
     req = {"op": "search", "tokens": ["orders"], "state": str(tmp_path / "state"), "roots": [str(tmp_path / "s")]}
     slot = pool.Slot("test")
@@ -160,6 +162,7 @@ async def test_a_worker_lost_between_batches_is_replaced_without_blaming_a_file(
     tmp_path: Path, monkeypatch, sig: int
 ) -> None:
     monkeypatch.setattr(pool, "BASE_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(pool, "WALL_FACTOR", 2)  # a stopped worker uses no CPU: given up on wall time
     files = _files(tmp_path, 4)
     bulk = pool.BulkPool(1)
     try:
@@ -174,3 +177,36 @@ async def test_a_worker_lost_between_batches_is_replaced_without_blaming_a_file(
     finally:
         bulk.shutdown()
     assert proc.poll() is not None
+
+
+def test_a_worker_spinning_on_a_file_is_stopped_by_its_cpu_time(tmp_path: Path, monkeypatch) -> None:
+    """A worker busy on one file past its CPU budget is replaced, however long it waited for a core."""
+    monkeypatch.setattr(pool, "WALL_FACTOR", 10_000)  # only the CPU budget can end it
+    small = _files(tmp_path, 1)[0]
+    lines = _valid()
+    parent = json.loads(lines[-1])["id"]
+    big = tmp_path / "s" / "--p--" / "big.jsonl"
+    with open(big, "w") as f:
+        f.write("\n".join(lines) + "\n")
+        for i in range(20_000):
+            eid = f"e{i:07x}"
+            text = f"orders {i} " + "x" * 300
+            msg = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1}
+            entry = {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z"}
+            f.write(json.dumps({**entry, "message": msg}) + "\n")
+            parent = eid
+    req = {"op": "search", "tokens": ["orders"], "state": str(tmp_path / "state"), "roots": [str(tmp_path / "s")]}
+    slot = pool.Slot("test")
+    got: dict[int, object] = {}
+    try:
+        slot.run(req, [small], got.__setitem__)  # started, imports done
+        assert got == {0: True}
+        monkeypatch.setattr(pool, "BASE_TIMEOUT_S", 0.02)
+        monkeypatch.setattr(pool, "BYTES_PER_S", 10**12)
+        slot.run(req, [str(big)], got.__setitem__)
+        assert got == {0: pool.FAILED}
+        monkeypatch.setattr(pool, "BASE_TIMEOUT_S", 10.0)
+        slot.run(req, [str(big)], got.__setitem__)
+        assert got == {0: True}
+    finally:
+        slot.stop()

@@ -20,6 +20,7 @@ import select
 import subprocess
 import sys
 import threading
+import time
 import zlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -30,6 +31,8 @@ log = logging.getLogger("pi_server")
 FAILED = "failed"  # the answer for a file its worker died or hung on
 BASE_TIMEOUT_S = 10.0  # a file's deadline: this, plus a second per 10 MB
 BYTES_PER_S = 10_000_000
+WALL_FACTOR = 6  # a worker that gets no CPU at all (blocked) is given up after this times its budget
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 class WorkerLost(Exception):
@@ -129,17 +132,28 @@ class Slot:
         self.proc.stdin.write(len(body).to_bytes(4, "big") + body)
         self.proc.stdin.flush()
 
-    def _read_frame(self, timeout: float) -> Any:
-        head = self._read_exact(4, timeout)
-        return msgspec.msgpack.decode(self._read_exact(int.from_bytes(head, "big"), timeout))
+    def _read_frame(self, limit: float) -> Any:
+        """The next answer; WorkerLost once the worker spent `limit` seconds of CPU on the item
+        without answering (a loop), or WALL_FACTOR times that in wall time (blocked). CPU time,
+        not wall time, first: on a loaded machine a worker may wait long for a core."""
+        assert self.proc is not None
+        budget = (time.monotonic(), _cpu_seconds(self.proc.pid), limit)
+        head = self._read_exact(4, budget)
+        return msgspec.msgpack.decode(self._read_exact(int.from_bytes(head, "big"), budget))
 
-    def _read_exact(self, n: int, timeout: float) -> bytes:
+    def _read_exact(self, n: int, budget: tuple[float, float | None, float]) -> bytes:
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
+        wall0, cpu0, limit = budget
         while len(self.buf) < n:
-            ready, _, _ = select.select([fd], [], [], timeout)
+            ready, _, _ = select.select([fd], [], [], min(1.0, limit))
             if not ready:
-                raise WorkerLost(f"no answer in {timeout:.0f} s")
+                cpu = _cpu_seconds(self.proc.pid)
+                if cpu is not None and cpu0 is not None and cpu - cpu0 > limit:
+                    raise WorkerLost(f"{cpu - cpu0:.0f} s of CPU without an answer")
+                if time.monotonic() - wall0 > WALL_FACTOR * limit:
+                    raise WorkerLost(f"no answer in {time.monotonic() - wall0:.0f} s")
+                continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 raise WorkerLost("exited")
@@ -147,6 +161,16 @@ class Slot:
         out = bytes(self.buf[:n])
         del self.buf[:n]
         return out
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time a process has used (None where /proc cannot tell)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _deadline(path: str) -> float:
