@@ -239,12 +239,12 @@ class Registry:
     ) -> Generator[None, None, list[dict]]:
         """`list` in steps of about STEP_S seconds (run by the server's `core_steps`), so a
         searched listing of a large store never holds the worker for long. `paths`: only
-        these files (those a search in the worker processes matched)."""
+        these files (those a search in the worker processes matched, checked to be within the roots)."""
         described: dict[str, dict[str, Any] | None] = {}
         self._dirs = {}
         t0 = time.monotonic()
         for path in iter_session_files(self.roots) if paths is None else paths:
-            described[path] = self._describe(path, query)
+            described[path] = self._describe(path, query, vetted=paths is not None)
             if time.monotonic() - t0 > STEP_S:
                 yield
                 t0 = time.monotonic()
@@ -254,19 +254,21 @@ class Registry:
             self.roots, cwd=cwd, query=query, limit=limit, describe=lambda p, q: described[p], paths=list(described)
         )
 
-    def _describe(self, path: str, query: str | None) -> dict[str, Any] | None:
+    def _describe(self, path: str, query: str | None, vetted: bool = False) -> dict[str, Any] | None:
         """One file's SessionInfo (None: skip it); a file that fails is skipped, never the listing."""
         try:
-            return self._describe_one(path, query)
+            return self._describe_one(path, query, vetted)
         except (SessionNotFound, OutsideRoots, NotASession, OSError, ValueError):
             return None
         except Exception:
             log.exception("listing skipped %s", path)
             return None
 
-    def _describe_one(self, path: str, query: str | None) -> dict[str, Any] | None:
+    def _describe_one(self, path: str, query: str | None, vetted: bool = False) -> dict[str, Any] | None:
         """One file's SessionInfo (None: skip it), with the leaf the server keeps for it."""
-        if not is_within(path, self.roots, self._dirs):
+        # `vetted`: just found within the roots by a worker; a file not served is read only
+        # through `get`, which checks again
+        if not vetted and not is_within(path, self.roots, self._dirs):
             return None
         fp = fingerprint(path)
         if fp is None or self.skipped.get(path) == fp:
