@@ -6,6 +6,7 @@ workers only say which files match, or index files into the index cache.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -22,9 +23,23 @@ KNOWN_CHUNK = 256  # files checked against the listing cache per core call
 ADOPT_CHUNK = 32  # indexed files taken into the registry per core call
 
 
+_running: dict[tuple, asyncio.Future] = {}
+
+
 async def list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit: int | None) -> list[dict]:
-    """pi/listSessions: files never indexed are indexed in the workers, and the search (if
-    any) runs there; the server describes the files listed. Workers start only for such work."""
+    """pi/listSessions; the same listing asked again while one runs shares its answer (clients
+    polling a searched listing cost one search, not one each)."""
+    key = (id(ls.registry), cwd, query, limit)
+    running = _running.get(key)
+    if running is None:
+        running = _running[key] = asyncio.ensure_future(_list_sessions(ls, cwd, query, limit))
+        running.add_done_callback(lambda _f: _running.pop(key, None))
+    return list(await asyncio.shield(running))
+
+
+async def _list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit: int | None) -> list[dict]:
+    """Files never indexed are indexed in the workers, and the search (if any) runs there; the
+    server describes the files listed. Workers start only for such work."""
     reg = ls.registry
     tokens = query_tokens(query)
     bulk = pool.shared()
