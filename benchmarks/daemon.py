@@ -139,14 +139,25 @@ async def cold_start(store: Path, work: Path) -> dict:
         await asyncio.sleep(0.01)
     full = time.perf_counter() - t0
     rss = rss_of(s.pid)
+    workers = sum(rss_of(k) for k in worker_pids(s.pid))
     await s.stop()
     return {
         "firstAnswerSeconds": first,
         "fullIndexSeconds": full,
         "rssBytes": rss,
+        "workersRssBytes": workers,
         "files": len(files),
         "bytes": sum(f.stat().st_size for f in files),
     }
+
+
+def worker_pids(pid: int) -> list[int]:
+    """The server's worker processes (searched listings and the first index run there)."""
+    kids = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/children") as f:
+            kids += [int(k) for k in f.read().split()]
+    return [k for k in kids if b"pi_server.store.bulk" in Path(f"/proc/{k}/cmdline").read_bytes()]
 
 
 async def warm_restart(store: Path, work: Path) -> dict:

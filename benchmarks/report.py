@@ -153,7 +153,7 @@ def daemon_rows(d: dict[str, Any]) -> list[str]:
             verdict(ratio, 0.2),
         ),
         (
-            "server RSS after the full index",
+            f"server RSS after the full index (its worker processes: {mib(cold.get('workersRssBytes', 0))})",
             mib(p16["maxRssBytes"]),
             mib(p73["maxRssBytes"]),
             mib(cold["rssBytes"]),

@@ -108,9 +108,9 @@ async def test_fifty_concurrent_requests_on_a_large_store_being_appended_to(tmp_
         f" {appended} lines appended; {base_timeouts + timeouts} timeouts"
     )
     assert appended >= 1500 and base_timeouts == timeouts == 0 and len(lat["search"]) >= 5
-    # no request waits behind a searched listing (each takes seconds of work). The 100 ms p99
-    # target is measured and reported (docs/benchmarks.md), not asserted: on 2 shared cores the
-    # listings' CPU work alone puts the tail at 0.1-0.3 s
+    # no request waits behind a searched listing (seconds of work, in the worker processes). The
+    # 100 ms p99 target is measured and reported (docs/protocol.md), not asserted: on 2 shared
+    # cores the tail follows what else the machine runs
     assert p99 <= max(0.5, 3 * p99_base), (p99, p99_base)
 
 

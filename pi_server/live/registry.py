@@ -45,6 +45,9 @@ class Registry:
     evicted: dict[str, int] = field(default_factory=dict)  # path -> entry count when dropped
     building: dict[str, SessionIndex] = field(default_factory=dict)  # background indexing in progress
     turns: dict[str, Any] = field(default_factory=dict)  # session path -> the server's own running turn
+    # left out of listings until they change: path -> fingerprint (not a session, or killed a worker)
+    skipped: dict[str, dict[str, int]] = field(default_factory=dict)
+    _dirs: dict[str, str] = field(default_factory=dict)  # folders' real paths during one listing
 
     def __post_init__(self) -> None:
         if self.cache is None:
@@ -114,6 +117,57 @@ class Registry:
             self._adopt(path, idx, False)
         return True
 
+    def never_indexed(self, path: str) -> bool:
+        """A file neither served nor described by the listing cache. One the cache describes is
+        known from now on (as a dropped index the cache reloads), so its changes are followed."""
+        if path in self.sessions or path in self.evicted or not is_within(path, self.roots, self._dirs):
+            return False
+        fp = fingerprint(path)
+        if fp is None or self.skipped.get(path) == fp:
+            return False
+        info = self.cache.cached_info(path, fp)
+        if info is not None and isinstance(info.get("entryCount"), int):
+            self.evicted[path] = info["entryCount"]
+            return False
+        return True
+
+    def to_index(self, paths: list[str]) -> list[str]:
+        """Of `paths`, the files never indexed (`never_indexed`)."""
+        self._dirs = {}
+        return [path for path in paths if self.never_indexed(path)]
+
+    def list_known_steps(self, cwd: str | None) -> Generator[None, None, tuple[list[dict], list[str]]]:
+        """`list_steps` without a search and without the files never indexed: the listing, and
+        those files (for worker processes to index)."""
+        described: dict[str, dict[str, Any] | None] = {}
+        missing: list[str] = []
+        self._dirs = {}
+        t0 = time.monotonic()
+        for path in iter_session_files(self.roots):
+            if self.never_indexed(path):
+                missing.append(path)
+                described[path] = None
+            else:
+                described[path] = self._describe(path, None)
+            if time.monotonic() - t0 > STEP_S:
+                yield
+                t0 = time.monotonic()
+        listed = list_sessions(self.roots, cwd=cwd, describe=lambda p, q: described[p], paths=list(described))
+        return listed, missing
+
+    def indexed_elsewhere(self, done: list[tuple[str, dict[str, Any] | str | None]]) -> None:
+        """Files another process indexed into the index cache: their listing facts are kept, their
+        indexes loaded from the cache when a request needs them. A file that is not a session
+        (None), or that process failed on (a string: why), is left out of listings until it changes."""
+        for path, facts in done:
+            if facts is None or isinstance(facts, str):
+                fp = fingerprint(path)
+                if fp is not None:
+                    self.skipped[path] = fp
+            elif path not in self.sessions and path not in self.evicted:
+                self.cache.remember_info(path, facts["fp"], facts["info"])
+                self.evicted[path] = facts["entries"]
+
     def _adopt(self, path: str, idx: SessionIndex, from_cache: bool) -> LiveSession:
         live = LiveSession(idx, Outline(idx), idx.last_id, from_cache=from_cache)
         saved = self.state.leaf(path)
@@ -164,15 +218,33 @@ class Registry:
         """SessionInfo of every session, newest first; unchanged files answer from the listing cache."""
         return list_sessions(self.roots, cwd=cwd, query=query, limit=limit, describe=self._describe)
 
-    def list_steps(
-        self, cwd: str | None = None, query: str | None = None, limit: int | None = None
-    ) -> Generator[None, None, list[dict]]:
-        """`list` in steps of about STEP_S seconds (run by the server's `core_steps`), so a
-        searched listing of a large store never holds the worker for long."""
-        described: dict[str, dict[str, Any] | None] = {}
+    def files_steps(self) -> Generator[None, None, list[str]]:
+        """The session files under the roots, in steps; files left out until they change are left out."""
+        files = []
         t0 = time.monotonic()
         for path in iter_session_files(self.roots):
-            described[path] = self._describe(path, query)
+            if path not in self.skipped or self.skipped[path] != fingerprint(path):
+                files.append(path)
+            if time.monotonic() - t0 > STEP_S:
+                yield
+                t0 = time.monotonic()
+        return files
+
+    def list_steps(
+        self,
+        cwd: str | None = None,
+        query: str | None = None,
+        limit: int | None = None,
+        paths: tuple[str, ...] | None = None,
+    ) -> Generator[None, None, list[dict]]:
+        """`list` in steps of about STEP_S seconds (run by the server's `core_steps`), so a
+        searched listing of a large store never holds the worker for long. `paths`: only
+        these files (those a search in the worker processes matched, checked to be within the roots)."""
+        described: dict[str, dict[str, Any] | None] = {}
+        self._dirs = {}
+        t0 = time.monotonic()
+        for path in iter_session_files(self.roots) if paths is None else paths:
+            described[path] = self._describe(path, query, vetted=paths is not None)
             if time.monotonic() - t0 > STEP_S:
                 yield
                 t0 = time.monotonic()
@@ -182,22 +254,24 @@ class Registry:
             self.roots, cwd=cwd, query=query, limit=limit, describe=lambda p, q: described[p], paths=list(described)
         )
 
-    def _describe(self, path: str, query: str | None) -> dict[str, Any] | None:
+    def _describe(self, path: str, query: str | None, vetted: bool = False) -> dict[str, Any] | None:
         """One file's SessionInfo (None: skip it); a file that fails is skipped, never the listing."""
         try:
-            return self._describe_one(path, query)
+            return self._describe_one(path, query, vetted)
         except (SessionNotFound, OutsideRoots, NotASession, OSError, ValueError):
             return None
         except Exception:
             log.exception("listing skipped %s", path)
             return None
 
-    def _describe_one(self, path: str, query: str | None) -> dict[str, Any] | None:
+    def _describe_one(self, path: str, query: str | None, vetted: bool = False) -> dict[str, Any] | None:
         """One file's SessionInfo (None: skip it), with the leaf the server keeps for it."""
-        if not is_within(path, self.roots):
+        # `vetted`: just found within the roots by a worker; a file not served is read only
+        # through `get`, which checks again
+        if not vetted and not is_within(path, self.roots, self._dirs):
             return None
         fp = fingerprint(path)
-        if fp is None:
+        if fp is None or self.skipped.get(path) == fp:
             return None
         live = self.sessions.get(path)
         info = None

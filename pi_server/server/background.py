@@ -6,11 +6,12 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from watchfiles import Change, awatch
 
-from pi_server.server import errors, notify
+from pi_server.server import bulk, errors, notify
 from pi_server.server.worker import BACKGROUND
 
 log = logging.getLogger("pi_server")
@@ -90,20 +91,34 @@ async def initial_index(ls: PiServer) -> None:
     files = await ls.core(reg.all_files)
     token = await ls.begin_progress("Indexing pi sessions", percentage=0)
     start = time.monotonic()
-    for i, path in enumerate(files):
-        try:
-            while not await ls.core(reg.index_step, path, priority=BACKGROUND):
-                pass
-        except errors.PiError:
-            pass
-        if token and (i % 10 == 0 or i == len(files) - 1):
-            ls.report_progress(token, f"{i + 1}/{len(files)}", int((i + 1) * 100 / len(files)))
+    last = [0]
+
+    def progress(n: int) -> None:
+        if token and (n - last[0] >= 10 or n == len(files)):
+            last[0] = n
+            percentage = int(n * 100 / len(files)) if files else 100
+            ls.report_progress(token, f"{n}/{len(files)}", percentage)
+
+    # in the worker processes (both cores, off the requests' interpreter lock), else here
+    if not await bulk.index_store(ls, files, progress):
+        await index_here(ls, files, progress)
     ls.end_progress(token, f"{len(files)} sessions")
     log.info("indexed %d sessions in %.2f s", len(files), time.monotonic() - start)
     await ls.core(reg.save_all)
     # writes left queued by an earlier run
     for session in reg.state.sessions_with_pending():
         await flush_session(ls, session)
+
+
+async def index_here(ls: PiServer, files: list[str], progress: Callable[[int], None]) -> None:
+    """Index on the core worker, a step at a time (no worker processes)."""
+    for i, path in enumerate(files):
+        try:
+            while not await ls.core(ls.registry.index_step, path, priority=BACKGROUND):
+                pass
+        except errors.PiError:
+            pass
+        progress(i + 1)
 
 
 async def flush_session(ls: PiServer, session: str, force: bool = False) -> None:

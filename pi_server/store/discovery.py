@@ -47,13 +47,28 @@ def iter_session_files(roots: list[str]) -> Iterator[str]:
                     yield os.path.join(dirpath, name)
 
 
-def is_within(path: str, roots: list[str]) -> bool:
-    real = os.path.realpath(path)
+def is_within(path: str, roots: list[str], dirs: dict[str, str] | None = None) -> bool:
+    """The file, symlinks resolved, is under one of the roots. `dirs`: real paths of folders
+    already resolved during one listing (a listing of 3,000 files resolves each folder once,
+    not every folder of every path)."""
+    real = _realpath(path, dirs)
     for r in roots:
-        rr = os.path.realpath(r)
+        rr = os.path.realpath(r) if dirs is None else dirs.get("\0" + r)
+        if rr is None:
+            rr = dirs["\0" + r] = os.path.realpath(r)  # type: ignore[index]
         if real == rr or real.startswith(rr.rstrip(os.sep) + os.sep):
             return True
     return False
+
+
+def _realpath(path: str, dirs: dict[str, str] | None) -> str:
+    if dirs is None or os.path.islink(path):
+        return os.path.realpath(path)
+    folder, name = os.path.split(path)
+    real = dirs.get(folder)
+    if real is None:
+        real = dirs[folder] = os.path.realpath(folder)
+    return os.path.join(real, name)
 
 
 def _iso(ms: float) -> str:
@@ -104,12 +119,23 @@ def all_messages_text(idx: SessionIndex) -> str:
     return " ".join(parts)
 
 
+def query_tokens(query: str | None) -> list[str]:
+    """pi's search terms: the query lowered, split on whitespace (none: every session matches)."""
+    return js_split_ws((query or "").lower())
+
+
+def search_text(idx: SessionIndex) -> str:
+    """What a searched listing looks in: the session's name and all its message text, lowered."""
+    return f"{idx.name or ''} {all_messages_text(idx)}".lower()
+
+
 def matches(idx: SessionIndex, query: str | None) -> bool:
-    tokens = js_split_ws((query or "").lower())
-    if not tokens:
-        return True
-    hay = f"{idx.name or ''} {all_messages_text(idx)}".lower()
-    return all(t in hay for t in tokens)
+    tokens = query_tokens(query)
+    return not tokens or text_matches(search_text(idx), tokens)
+
+
+def text_matches(text: str, tokens: list[str]) -> bool:
+    return all(t in text for t in tokens)
 
 
 def list_sessions(

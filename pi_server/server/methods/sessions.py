@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pi_server.llm.formats import context_result
-from pi_server.server import params
+from pi_server.server import bulk, params
 from pi_server.server.host import Host
 from pi_server.server.rpc import pi_method
 from pi_server.tree.outline import get_tree
@@ -14,7 +14,7 @@ from pi_server.tree.outline import get_tree
 @pi_method("pi/listSessions", params.ListSessions)
 async def list_sessions(ls: Host, p: params.ListSessions) -> Any:
     """Every session under the roots, newest first (pi's SessionInfo, with the leaf the server keeps)."""
-    return {"sessions": await ls.core_steps(ls.registry.list_steps, p.cwd, p.query, p.limit)}
+    return {"sessions": await bulk.list_sessions(ls, p.cwd, p.query, p.limit)}
 
 
 @pi_method("pi/getTree", params.GetTree)
