@@ -18,6 +18,7 @@ import orjson
 
 from pi_server.jsutil import js_date_ms, js_trim
 from pi_server.store import content, scan
+from pi_server.store.batch import BatchIndexer
 from pi_server.store.decode import (
     DECODE_ERRORS,
     SLOW_TYPES,
@@ -52,7 +53,7 @@ __all__ = ["CURRENT_VERSION", "F_ASSISTANT_TEXT", "F_ERRORISH", "NotASession", "
 
 
 @dataclass
-class SessionIndex(EntryReader):
+class SessionIndex(EntryReader, BatchIndexer):
     """Index of one session file. Call `refresh()` to (re)read it."""
 
     path: str
@@ -184,19 +185,34 @@ class SessionIndex(EntryReader):
         self.generation = gen + 1
 
     def _consume_lines(self, buf: bytes, base: int) -> None:
-        # The common line (a v2/v3 entry that decodes, with a fresh id) is handled
-        # inline with local names; everything else goes through _line/_entry.
+        end = buf.rfind(b"\n") + 1  # whole lines only
+        start = 0
+        while start < end:
+            if self.header is None or self._v1:
+                start = self._lines(buf, start, end, base)
+                continue
+            stop = buf.rfind(b"\n", start, start + scan.BATCH) + 1
+            if stop <= start:  # one line longer than a batch
+                stop = buf.find(b"\n", start) + 1
+            start = stop if self._consume_batch(buf, start, stop, base) else self._lines(buf, start, stop, base)
+        self.size = base + end
+        self._pending = end < len(buf) and bool(buf[end:].strip())
+
+    def _lines(self, buf: bytes, start: int, stop: int, base: int) -> int:
+        """Index the lines of buf[start:stop] one at a time (stopping after a header line);
+        the offset reached. The common line (a v2/v3 entry that decodes, with a fresh id)
+        is handled inline with local names; everything else goes through _line/_entry."""
         find = buf.find
         decode = nav_decoder.decode
         ids, parents, types, roles = self.ids, self.parents, self.types, self.roles
         flags_arr, offsets, lengths, by_id = self.flags, self.offsets, self.lengths, self.by_id
         lines = self.lines
         intern_get = interned.get
-        start = 0
-        while True:
+        headless = self.header is None
+        while start < stop:
+            if headless and self.header is not None:
+                return start
             nl = find(b"\n", start)
-            if nl < 0:
-                break
             if nl == start:  # a run of empty lines, skipped at once
                 end = scan.NEWLINES.match(buf, start).end()  # type: ignore[union-attr]
                 self._line_no += end - start
@@ -251,8 +267,7 @@ class SessionIndex(EntryReader):
             lengths.append(length)
             lines.append(self._line_no)
             self._line_no += 1
-        self.size = base + start
-        self._pending = start < len(buf) and bool(buf[start:].strip())
+        return start
 
     def _fast_message(self, nav: Nav, pos: int) -> tuple[str | None, int]:
         """Role and flags of a message entry on the fast path; keeps the listing facts."""
@@ -413,17 +428,8 @@ class SessionIndex(EntryReader):
                     if not self.first_message:
                         blocks = decode_blocks(msg) if msg_blocks is UNSET else msg_blocks
                     self._listing_facts(role, blocks, has_content, msg.timestamp, nav.timestamp)
-        elif etype == "label":
-            target = nav.targetId
-            if isinstance(target, str):
-                if isinstance(nav.label, str) and nav.label:
-                    self.labels.pop(target, None)
-                    self.labels[target] = (nav.label, nav.timestamp)
-                else:
-                    self.labels.pop(target, None)
-        elif etype == "session_info":
-            n = nav.name
-            self.name = (js_trim(n) or None) if isinstance(n, str) else None
+        else:
+            self._side_facts(etype, nav)
 
         if eid in by_id:
             self.irregular = True

@@ -20,6 +20,7 @@ from pi_server.store.records import NotASession
 
 MAX_LINE = 64 << 20  # longest line indexed; longer ones are skipped with a diagnostic
 CHUNK = 8 << 20  # bytes read per call
+BATCH = 1 << 20  # bytes of lines indexed in one decode (store/batch.py)
 TAIL = 4096  # bytes before the indexed end that fingerprint the indexed prefix
 MAX_PREAMBLE = 1000  # lines read looking for the header before a file is taken for not a session
 MAX_DIAGNOSTICS = 1000  # per file; the lines past it are skipped all the same
