@@ -14,7 +14,7 @@ import msgspec
 
 from pi_server.jsutil import js_trim
 from pi_server.store.decode import DECODE_ERRORS, Nav, canon, decode_blocks, interned
-from pi_server.store.records import COMPACTION, F_ERRORISH, F_HAS_CONTENT, MODEL, THINKING
+from pi_server.store.records import COMPACTION, F_ASSISTANT_TEXT, F_ERRORISH, F_HAS_CONTENT, MODEL, THINKING
 
 
 class FlagBlock(msgspec.Struct):
@@ -82,6 +82,8 @@ class BatchIndexer:
     lines: Any
     by_id: dict[str, int]
     labels: dict[str, tuple[str, Any]]
+    call_pos: dict[str, int]
+    tool_dups: dict[str, list[int]]
     anc_model: Any
     anc_thinking: Any
     anc_compaction: Any
@@ -94,7 +96,6 @@ class BatchIndexer:
     _line_no: int
     _ordinal: int
 
-    def _assistant_flags_of(self, pos: int, blocks: Any) -> int: ...
     def _listing_facts(self, role: str, blocks: Any, has_content: bool, msg_ts: Any, entry_ts: Any) -> None: ...
 
     def _consume_batch(self, buf: bytes, start: int, stop: int, base: int) -> bool:
@@ -215,6 +216,30 @@ class BatchIndexer:
                     self._listing_facts("user", decode_blocks(navs[i].message), True, None, None)  # type: ignore[arg-type]
                     if self.first_message:
                         break
+
+    def _assistant_flags_of(self, pos: int, blocks: Any) -> int:
+        fl = 0
+        if type(blocks) is list:
+            for blk in blocks:
+                bt = blk.type
+                if bt == "text":
+                    if not fl and type(blk.text) is str and js_trim(blk.text):
+                        fl = F_ASSISTANT_TEXT
+                elif bt == "toolCall" and type(blk.id) is str:
+                    self._tool_call(pos, blk.id)
+        elif type(blocks) is str and js_trim(blocks):
+            fl = F_ASSISTANT_TEXT
+        return fl
+
+    def _tool_call(self, pos: int, call_id: str) -> None:
+        """Remember which assistant entry defines a tool call; its title is made when shown."""
+        prev = self.call_pos.get(call_id)
+        if prev is not None and prev != pos:
+            dups = self.tool_dups.get(call_id)
+            if dups is None:
+                self.tool_dups[call_id] = dups = [prev]
+            dups.append(pos)
+        self.call_pos[call_id] = pos
 
     def _side_facts(self, etype: str, nav: Nav) -> None:
         """What a label or a session_info entry changes besides the tree."""

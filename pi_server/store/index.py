@@ -16,14 +16,13 @@ from typing import Any
 
 import orjson
 
-from pi_server.jsutil import js_date_ms, js_trim
+from pi_server.jsutil import js_date_ms
 from pi_server.store import content, scan
 from pi_server.store.batch import BatchIndexer
 from pi_server.store.decode import (
     DECODE_ERRORS,
     SLOW_TYPES,
     UNSET,
-    Msg,
     Nav,
     canon,
     decode_blocks,
@@ -133,9 +132,11 @@ class SessionIndex(EntryReader, BatchIndexer):
             if end == self.size:
                 self.done = True
                 return [], reset
-            before = len(self.ids)
+            before, start = len(self.ids), self.size
             with no_gc():
                 self.done = self._read_to(fd, end, max_bytes)
+            if self.size - start >= scan.CHUNK:
+                scan.release_memory()
             self._tail_hash = scan.tail_hash(fd, self.size)
             if self.done:
                 tail = end - self.size
@@ -302,23 +303,6 @@ class SessionIndex(EntryReader, BatchIndexer):
                 self._listing_facts(role, blocks, True, mts, nav.timestamp)
         return role, fl
 
-    def _assistant_flags(self, pos: int, msg: Msg) -> int:
-        return self._assistant_flags_of(pos, decode_blocks(msg))
-
-    def _assistant_flags_of(self, pos: int, blocks: Any) -> int:
-        fl = 0
-        if type(blocks) is list:
-            for blk in blocks:
-                bt = blk.type
-                if bt == "text":
-                    if not fl and type(blk.text) is str and js_trim(blk.text):
-                        fl = F_ASSISTANT_TEXT
-                elif bt == "toolCall" and type(blk.id) is str:
-                    self._tool_call(pos, blk.id)
-        elif type(blocks) is str and js_trim(blocks):
-            fl = F_ASSISTANT_TEXT
-        return fl
-
     def _line(self, raw: bytes, off: int, length: int, nav: Nav | None = None) -> None:
         orig = raw
         if self.header is None and raw.startswith(b"\xef\xbb\xbf"):
@@ -419,7 +403,7 @@ class SessionIndex(EntryReader, BatchIndexer):
                     flags |= F_HAS_CONTENT
                 if role == "assistant":
                     if msg_blocks is UNSET:
-                        flags |= self._assistant_flags(pos, msg)
+                        flags |= self._assistant_flags_of(pos, decode_blocks(msg))
                     else:
                         flags |= self._assistant_flags_of(pos, msg_blocks)
                     self._listing_facts(role, None, has_content, msg.timestamp, nav.timestamp)
@@ -462,16 +446,6 @@ class SessionIndex(EntryReader, BatchIndexer):
         self.anc_model.append(m)
         self.anc_thinking.append(th)
         self.anc_compaction.append(c)
-
-    def _tool_call(self, pos: int, call_id: str) -> None:
-        """Remember which assistant entry defines a tool call; its title is made when shown."""
-        prev = self.call_pos.get(call_id)
-        if prev is not None and prev != pos:
-            dups = self.tool_dups.get(call_id)
-            if dups is None:
-                self.tool_dups[call_id] = dups = [prev]
-            dups.append(pos)
-        self.call_pos[call_id] = pos
 
     def _listing_facts(self, role: str, blocks: Any, has_content: bool, msg_ts: Any, entry_ts: Any) -> None:
         if not has_content:

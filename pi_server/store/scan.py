@@ -13,6 +13,7 @@ import hashlib
 import os
 import re
 import stat
+from typing import Any
 
 import msgspec
 
@@ -63,6 +64,24 @@ def find_newline(fd: int, start: int, end: int, limit: int | None = None) -> int
             return pos + i
         pos += len(buf)
     return -1
+
+
+def release_memory() -> None:
+    """Hand the heap pages freed while indexing back to the system (glibc keeps them
+    otherwise: after a 100 MB file, about 20 MB that nothing uses)."""
+    global _trim
+    if _trim is None:
+        try:
+            import ctypes
+
+            _trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _trim = False
+    if _trim:
+        _trim(0)
+
+
+_trim: Any = None
 
 
 def tail_hash(fd: int, size: int) -> bytes:
