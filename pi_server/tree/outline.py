@@ -125,16 +125,21 @@ class Outline:
         order: list[int] = []
         stack = list(reversed(roots))
         children = tree.children
+        add, kids_of = order.append, children.get
         while stack:
             pos = stack.pop()
-            order.append(pos)
-            kids = children.get(pos)
-            if kids:
-                if len(kids) > 1 and active:
-                    first = [k for k in kids if k in active]
-                    if first:
-                        kids = first + [k for k in kids if k not in active]
-                stack.extend(reversed(kids))
+            while True:  # down single-child chains without the stack
+                add(pos)
+                kids = kids_of(pos)
+                if not kids:
+                    break
+                if len(kids) > 1:
+                    if active:
+                        first = [k for k in kids if k in active]
+                        if first:
+                            kids = first + [k for k in kids if k not in active]
+                    stack.extend(reversed(kids[1:]))
+                pos = kids[0]
         result = (order, active)
         self._flat[leaf] = result
         if len(self._flat) > 8:
