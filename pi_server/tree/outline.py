@@ -8,6 +8,7 @@ reads only the lines of the rows in the window.
 
 from __future__ import annotations
 
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -52,15 +53,20 @@ class Gutters:
         return out
 
 
+CONNECTORS = ("", "├─", "└─")
+
+
 @dataclass(slots=True)
 class Layout:
-    rows: list[int]  # positions, in display order
-    indent: list[int]  # display indent per row
-    connector: list[str]
-    gutters: list[int]  # gutter node per row (-1: none)
+    """Compact arrays: a 100,000-entry tree's layout costs a few megabytes, not tens."""
+
+    rows: array  # positions, in display order
+    indent: array  # display indent per row
+    connectors: bytes  # index into CONNECTORS per row
+    gutters: array  # gutter node per row (-1: none)
     nodes: Gutters
-    children: dict[int, list[int]]  # visible children per position (-1: roots)
-    vparent: dict[int, int]  # visible parent per position (-1: root)
+    kids: array  # visible children per position
+    vparent: array  # visible parent per position (-1: root; meaningful for visible entries)
     multiple_roots: bool
     _gjson: dict[int, list[dict[str, Any]]] | None = None
 
@@ -82,7 +88,7 @@ class Outline:
         self.idx = idx
         self._gen = -1
         self._tree: Tree | None = None
-        self._flat: OrderedDict[Any, tuple[list[int], set[int]]] = OrderedDict()
+        self._flat: OrderedDict[Any, tuple[list[int], bytearray]] = OrderedDict()
         self._layouts: OrderedDict[Any, Layout] = OrderedDict()
         self._search: list[str] | None = None
         self._rank: tuple[list[int], dict[int, int]] | None = None
@@ -102,26 +108,27 @@ class Outline:
             self._tree = build_tree(self.idx)
         return self._tree
 
-    def active_path(self, leaf: int | None) -> set[int]:
-        """Entries from a root down to the leaf (empty if the leaf is not in the tree)."""
+    def active_path(self, leaf: int | None) -> bytearray:
+        """A mask of the entries from a root down to the leaf (all unset if the leaf is not in
+        the tree): a byte an entry, where a set of a long path costs megabytes."""
         tree = self.tree
-        out: set[int] = set()
+        out = bytearray(len(tree.parent))
         cur = leaf if leaf is not None else -1
         while cur != -1:
-            if cur in out:
-                return set()
-            out.add(cur)
+            if out[cur]:
+                return bytearray(len(tree.parent))
+            out[cur] = 1
             cur = tree.parent[cur]
         return out
 
-    def flat(self, leaf: int | None) -> tuple[list[int], set[int]]:
+    def flat(self, leaf: int | None) -> tuple[list[int], bytearray]:
         """Pre-order of the whole tree, the branch holding the leaf first."""
         tree = self.tree
         hit = self._flat.get(leaf)
         if hit is not None:
             return hit
         active = self.active_path(leaf)
-        roots = sorted(tree.roots, key=lambda p: p not in active)  # stable: active root first
+        roots = sorted(tree.roots, key=lambda p: not active[p])  # stable: active root first
         order: list[int] = []
         stack = list(reversed(roots))
         children = tree.children
@@ -134,10 +141,9 @@ class Outline:
                 if not kids:
                     break
                 if len(kids) > 1:
-                    if active:
-                        first = [k for k in kids if k in active]
-                        if first:
-                            kids = first + [k for k in kids if k not in active]
+                    first = [k for k in kids if active[k]]
+                    if first:
+                        kids = first + [k for k in kids if not active[k]]
                     stack.extend(reversed(kids[1:]))
                 pos = kids[0]
         result = (order, active)
@@ -283,7 +289,7 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
     vroots = children[-1]
     multiple = len(vroots) > 1
     indent = [0] * n
-    connector = [""] * n
+    connector = bytearray(n)
     gutters = [-1] * n
     nodes = Gutters([], [], [], [])
     stack: list[tuple[int, int, bool, bool, bool, int, bool]] = []
@@ -298,7 +304,7 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
             indent[pos] = display
             gutters[pos] = gut
             if shown:
-                connector[pos] = "└─" if is_last else "├─"
+                connector[pos] = 2 if is_last else 1
                 gut = nodes.add(display - 1 if display > 0 else 0, not is_last, gut)  # for the children
             kids = get_kids(pos)
             if not kids:
@@ -310,26 +316,28 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
                     stack.append((kids[i], child_ind, True, True, i == len(kids) - 1, gut, False))
                 break
             pos, ind, just_branched, show_conn, is_last, virtual_child = kids[0], child_ind, False, False, True, False
+    kids = array("i", bytes(4 * n))
+    for pos, lst in children.items():
+        if pos != -1:
+            kids[pos] = len(lst)
     return Layout(
-        rows=visible,
-        indent=[indent[p] for p in visible],
-        connector=[connector[p] for p in visible],
-        gutters=[gutters[p] for p in visible],
+        rows=array("l", visible),
+        indent=array("i", [indent[p] for p in visible]),
+        connectors=bytes([connector[p] for p in visible]),
+        gutters=array("l", [gutters[p] for p in visible]),
         nodes=nodes,
-        children=children,
-        vparent={p: nva[p] for p in visible},
+        kids=kids,
+        vparent=array("l", nva),
         multiple_roots=multiple,
     )
 
 
 def is_foldable(lay: Layout, pos: int) -> bool:
     """pi: has visible children and is a root or the start of a branch segment."""
-    if not lay.children.get(pos):
+    if not lay.kids[pos]:
         return False
-    vp = lay.vparent.get(pos, -1)
-    if vp == -1:
-        return True
-    return len(lay.children.get(vp, ())) > 1
+    vp = lay.vparent[pos]
+    return vp == -1 or lay.kids[vp] > 1
 
 
 def get_tree(
@@ -358,7 +366,7 @@ def get_tree(
     for r, pos, entry in zip(window, positions, entries, strict=True):
         eid = idx.ids[pos]
         foldable = is_foldable(lay, pos)
-        vp = lay.vparent.get(pos, -1)
+        vp = lay.vparent[pos]
         row: dict[str, Any] = {
             "id": eid,
             "parentId": idx.parents[pos],
@@ -367,13 +375,13 @@ def get_tree(
             "type": idx.types[pos],
             "title": titles.display_title(entry, tool_titles),
             "indent": lay.indent[r],
-            "connector": lay.connector[r],
+            "connector": CONNECTORS[lay.connectors[r]],
             "gutters": lay.gutters_json(r),
-            "onActivePath": pos in active,
+            "onActivePath": bool(active[pos]),
             "isLeaf": pos == leaf,
             "foldable": foldable,
             "folded": eid in fset,
-            "childCount": len(lay.children.get(pos, ())),
+            "childCount": lay.kids[pos],
             "timestamp": entry.get("timestamp"),
         }
         if idx.roles[pos] is not None:
