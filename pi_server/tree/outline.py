@@ -131,20 +131,23 @@ class Outline:
         roots = sorted(tree.roots, key=lambda p: not active[p])  # stable: active root first
         order: list[int] = []
         stack = list(reversed(roots))
-        children = tree.children
-        add, kids_of = order.append, children.get
+        first, nxt, kids_of = tree.children.first, tree.children.next, tree.children.get
+        add = order.append
         while stack:
             pos = stack.pop()
             while True:  # down single-child chains without the stack
                 add(pos)
-                kids = kids_of(pos)
-                if not kids:
+                c = first[pos]
+                if c == -1:
                     break
-                if len(kids) > 1:
-                    first = [k for k in kids if active[k]]
-                    if first:
-                        kids = first + [k for k in kids if not active[k]]
-                    stack.extend(reversed(kids[1:]))
+                if nxt[c] == -1:
+                    pos = c
+                    continue
+                kids = kids_of(pos)
+                on_path = [k for k in kids if active[k]]
+                if on_path:
+                    kids = on_path + [k for k in kids if not active[k]]
+                stack.extend(reversed(kids[1:]))
                 pos = kids[0]
         result = (order, active)
         self._flat[leaf] = result
