@@ -63,15 +63,15 @@ class SessionIndex(EntryReader, BatchIndexer):
     roles: list[str | None] = field(default_factory=list)
     flags: bytearray = field(default_factory=bytearray)
     offsets: array = field(default_factory=lambda: array("q"))
-    lengths: array = field(default_factory=lambda: array("l"))
+    lengths: array = field(default_factory=lambda: array("i"))  # a line is at most scan.MAX_LINE
     lines: array = field(default_factory=lambda: array("l"))  # physical 0-based line of each entry
     by_id: dict[str, int] = field(default_factory=dict)
     labels: dict[str, tuple[str, Any]] = field(default_factory=dict)
     # per entry: nearest model-setting / thinking / compaction entry on its path (-1: none);
     # exact unless `irregular` (a parent after its child, or a duplicate id)
-    anc_model: array = field(default_factory=lambda: array("l"))
-    anc_thinking: array = field(default_factory=lambda: array("l"))
-    anc_compaction: array = field(default_factory=lambda: array("l"))
+    anc_model: array = field(default_factory=lambda: array("i"))
+    anc_thinking: array = field(default_factory=lambda: array("i"))
+    anc_compaction: array = field(default_factory=lambda: array("i"))
     irregular: bool = False
     call_pos: dict[str, int] = field(default_factory=dict)  # tool call id -> assistant entry
     tool_dups: dict[str, list[int]] = field(default_factory=dict)  # ids used by several assistant entries
