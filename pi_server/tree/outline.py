@@ -275,21 +275,28 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
     for pos in visible:
         vis[pos] = 1
     # nearest visible ancestor, in one pre-order pass (parents come first)
-    nva = [-1] * n
+    nva = array("l", [-1]) * n
     parent = tree.parent
     for pos in order:
         p = parent[pos]
         if p != -1:
             nva[pos] = p if vis[p] else nva[p]
-    children: dict[int, list[int]] = {-1: []}
+    # visible children as first-child / next-sibling arrays, and their counts
+    first, nxt, last = array("l", [-1]) * n, array("l", [-1]) * n, array("l", [-1]) * n
+    kids = array("i", [0]) * n
+    vroots: list[int] = []
     for pos in visible:
         a = nva[pos]
-        lst = children.get(a)
-        if lst is None:
-            children[a] = [pos]
+        if a == -1:
+            vroots.append(pos)
+            continue
+        k = last[a]
+        if k == -1:
+            first[a] = pos
         else:
-            lst.append(pos)
-    vroots = children[-1]
+            nxt[k] = pos
+        last[a] = pos
+        kids[a] += 1
     multiple = len(vroots) > 1
     indent = [0] * n
     connector = bytearray(n)
@@ -298,31 +305,29 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
     stack: list[tuple[int, int, bool, bool, bool, int, bool]] = []
     for i in range(len(vroots) - 1, -1, -1):
         stack.append((vroots[i], 1 if multiple else 0, multiple, multiple, i == len(vroots) - 1, -1, multiple))
-    get_kids = children.get
     while stack:
         pos, ind, just_branched, show_conn, is_last, gut, virtual_child = stack.pop()
         while True:  # follow single-child chains without the stack
             display = (ind - 1 if ind > 0 else 0) if multiple else ind
-            shown = show_conn and not virtual_child
             indent[pos] = display
             gutters[pos] = gut
-            if shown:
+            if show_conn and not virtual_child:
                 connector[pos] = 2 if is_last else 1
                 gut = nodes.add(display - 1 if display > 0 else 0, not is_last, gut)  # for the children
-            kids = get_kids(pos)
-            if not kids:
+            c = first[pos]
+            if c == -1:
                 break
-            many = len(kids) > 1
-            child_ind = ind + 1 if many or (just_branched and ind > 0) else ind
-            if many:
-                for i in range(len(kids) - 1, -1, -1):
-                    stack.append((kids[i], child_ind, True, True, i == len(kids) - 1, gut, False))
+            if nxt[c] != -1:
+                child_ind = ind + 1
+                below = []
+                while c != -1:
+                    below.append(c)
+                    c = nxt[c]
+                for i in range(len(below) - 1, -1, -1):
+                    stack.append((below[i], child_ind, True, True, i == len(below) - 1, gut, False))
                 break
-            pos, ind, just_branched, show_conn, is_last, virtual_child = kids[0], child_ind, False, False, True, False
-    kids = array("i", bytes(4 * n))
-    for pos, lst in children.items():
-        if pos != -1:
-            kids[pos] = len(lst)
+            child_ind = ind + 1 if just_branched and ind > 0 else ind
+            pos, ind, just_branched, show_conn, is_last, virtual_child = c, child_ind, False, False, True, False
     return Layout(
         rows=array("l", visible),
         indent=array("i", [indent[p] for p in visible]),
@@ -330,7 +335,7 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
         gutters=array("l", [gutters[p] for p in visible]),
         nodes=nodes,
         kids=kids,
-        vparent=array("l", nva),
+        vparent=nva,
         multiple_roots=multiple,
     )
 
