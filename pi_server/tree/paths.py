@@ -65,18 +65,27 @@ def build_tree(idx: SessionIndex) -> Tree:
     last = array("l", [-1]) * n  # each parent's youngest child so far
     roots: list[int] = []
     branching: list[int] = []
+    # every parent seen before its child and no id twice (the common file): no checks needed
+    regular = not idx.irregular and len(by_id) == n
+    get = by_id.get
     for pos in range(n):
-        eid = ids[pos]
-        if by_id[eid] != pos:
-            continue  # an earlier duplicate: the later entry holds the id
         p = parents[pos]
-        if p is None or p == eid:
-            roots.append(pos)
-            continue
-        ppos = by_id.get(p)
-        if ppos is None:
-            roots.append(pos)
-            continue
+        if regular:
+            if p is None:
+                roots.append(pos)
+                continue
+            ppos = get(p)
+        else:
+            eid = ids[pos]
+            if by_id[eid] != pos:
+                continue  # an earlier duplicate: the later entry holds the id
+            if p is None or p == eid:
+                roots.append(pos)
+                continue
+            ppos = get(p)
+            if ppos is None:
+                roots.append(pos)
+                continue
         parent[pos] = ppos
         prev = last[ppos]
         if prev == -1:
