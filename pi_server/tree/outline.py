@@ -22,6 +22,8 @@ from pi_server.tree.paths import Tree, build_tree
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
 # bookkeeping entries the default and no-tools filters hide (pi 1.6.0 adds context_edit)
 _SETTINGS = frozenset(("label", "context_edit", "custom", "model_change", "thinking_level_change", "session_info"))
+_DEFAULT_HIDDEN = _SETTINGS | {"usage"}
+_OTHER_FILTERS = frozenset(("user-only", "no-tools", "labeled-only", "all"))
 
 
 @dataclass(slots=True)
@@ -216,8 +218,31 @@ class Outline:
     def _visible(self, order: list[int], leaf: int | None, filt: str, search: str, folded: frozenset[str]) -> list[int]:
         idx = self.idx
         types, roles, flags, ids = idx.types, idx.roles, idx.flags, idx.ids
-        labels = idx.labels
         tokens = js_split_ws(search.lower()) if search else []
+        if not tokens and filt not in _OTHER_FILTERS:  # the default view, in one pass
+            shown = F_ASSISTANT_TEXT | F_ERRORISH
+            out = [
+                pos
+                for pos in order
+                if types[pos] not in _DEFAULT_HIDDEN and (roles[pos] != "assistant" or flags[pos] & shown or pos == leaf)
+            ]
+        else:
+            out = self._filtered(order, leaf, filt, tokens)
+        if folded:
+            skip: set[str] = set()
+            parents = idx.parents
+            for pos in order:
+                p = parents[pos]
+                if p is not None and (p in folded or p in skip):
+                    skip.add(ids[pos])
+            if skip:
+                out = [pos for pos in out if ids[pos] not in skip]
+        return out
+
+    def _filtered(self, order: list[int], leaf: int | None, filt: str, tokens: list[str]) -> list[int]:
+        idx = self.idx
+        types, roles, flags, ids = idx.types, idx.roles, idx.flags, idx.ids
+        labels = idx.labels
         texts = self.search_texts() if tokens else None
         out: list[int] = []
         for pos in order:
@@ -245,15 +270,6 @@ class Outline:
                 if not all(tok in text for tok in tokens):
                     continue
             out.append(pos)
-        if folded:
-            skip: set[str] = set()
-            parents = idx.parents
-            for pos in order:
-                p = parents[pos]
-                if p is not None and (p in folded or p in skip):
-                    skip.add(ids[pos])
-            if skip:
-                out = [pos for pos in out if ids[pos] not in skip]
         return out
 
 
