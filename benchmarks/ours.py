@@ -27,13 +27,14 @@ def measure(path: str) -> dict:
     from pi_server.tree.paths import path_to
 
     base = rss()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     idx = SessionIndex.open(path)
-    t1 = time.perf_counter()
+    c1, t1 = time.process_time(), time.perf_counter()
     index_rss = rss()
     outline = Outline(idx)
     first = get_tree(outline, idx.last_id, "default", "", (), 0, 200)
-    t2 = time.perf_counter()
+    c2, t2 = time.process_time(), time.perf_counter()
+    first_rss = rss()
     ctx = context_result(idx, None)
     t3 = time.perf_counter()
 
@@ -71,6 +72,9 @@ def measure(path: str) -> dict:
         "indexSeconds": t1 - t0,
         "firstTreeSeconds": t2 - t1,
         "indexPlusFirstAnswerSeconds": t2 - t0,
+        # CPU time of this process: on a machine shared with other work, steadier than wall time
+        "indexCpuSeconds": c1 - c0,
+        "firstTreeCpuSeconds": c2 - c1,
         "firstAnswerSeconds": t3 - t0,
         "contextSeconds": t3 - t2,
         "contextMessages": len(ctx["messages"]),
@@ -84,6 +88,7 @@ def measure(path: str) -> dict:
         "baselineRssBytes": base,
         "indexRssBytes": index_rss,
         "indexRssDeltaBytes": index_rss - base,
+        "firstTreeRssBytes": first_rss,
         "endRssBytes": rss(),
         "entries": len(idx),
     }

@@ -105,6 +105,7 @@ def _oracle_home(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def decoded_bytes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Lengths of the lines the index parses from now on (to check that only new bytes are read)."""
+    import pi_server.store.batch as batch_mod
     import pi_server.store.index as index_mod
 
     real = index_mod.nav_decoder
@@ -115,7 +116,16 @@ def decoded_bytes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             seen.append(len(raw))
             return real.decode(raw)
 
+    class CountingRuns:  # store/batch.py decodes a run of whole lines in one call
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
+        def decode_lines(self, raw: memoryview) -> Any:
+            seen.append(len(raw))
+            return self.real.decode_lines(raw)
+
     monkeypatch.setattr(index_mod, "nav_decoder", Counting())
+    monkeypatch.setattr(batch_mod, "_lines_decoder", CountingRuns(batch_mod._lines_decoder))
     return seen
 
 

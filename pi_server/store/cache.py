@@ -23,7 +23,7 @@ from pi_server.store.records import Diagnostic, Header
 from pi_server.store.scan import open_regular
 from pi_server.store.state import atomic_write
 
-FORMAT = 3  # 2: entry line numbers; 3: a fingerprint of the indexed prefix
+FORMAT = 4  # 2: entry line numbers; 3: a fingerprint of the indexed prefix; 4: 32-bit arrays
 _ARRAYS = ("offsets", "lengths", "lines", "anc_model", "anc_thinking", "anc_compaction")
 _PLAIN = (
     "ids",

@@ -16,13 +16,13 @@ from typing import Any
 
 import orjson
 
-from pi_server.jsutil import js_date_ms, js_trim
+from pi_server.jsutil import js_date_ms
 from pi_server.store import content, scan
+from pi_server.store.batch import BatchIndexer
 from pi_server.store.decode import (
     DECODE_ERRORS,
     SLOW_TYPES,
     UNSET,
-    Msg,
     Nav,
     canon,
     decode_blocks,
@@ -52,7 +52,7 @@ __all__ = ["CURRENT_VERSION", "F_ASSISTANT_TEXT", "F_ERRORISH", "NotASession", "
 
 
 @dataclass
-class SessionIndex(EntryReader):
+class SessionIndex(EntryReader, BatchIndexer):
     """Index of one session file. Call `refresh()` to (re)read it."""
 
     path: str
@@ -63,15 +63,15 @@ class SessionIndex(EntryReader):
     roles: list[str | None] = field(default_factory=list)
     flags: bytearray = field(default_factory=bytearray)
     offsets: array = field(default_factory=lambda: array("q"))
-    lengths: array = field(default_factory=lambda: array("l"))
+    lengths: array = field(default_factory=lambda: array("i"))  # a line is at most scan.MAX_LINE
     lines: array = field(default_factory=lambda: array("l"))  # physical 0-based line of each entry
     by_id: dict[str, int] = field(default_factory=dict)
     labels: dict[str, tuple[str, Any]] = field(default_factory=dict)
     # per entry: nearest model-setting / thinking / compaction entry on its path (-1: none);
     # exact unless `irregular` (a parent after its child, or a duplicate id)
-    anc_model: array = field(default_factory=lambda: array("l"))
-    anc_thinking: array = field(default_factory=lambda: array("l"))
-    anc_compaction: array = field(default_factory=lambda: array("l"))
+    anc_model: array = field(default_factory=lambda: array("i"))
+    anc_thinking: array = field(default_factory=lambda: array("i"))
+    anc_compaction: array = field(default_factory=lambda: array("i"))
     irregular: bool = False
     call_pos: dict[str, int] = field(default_factory=dict)  # tool call id -> assistant entry
     tool_dups: dict[str, list[int]] = field(default_factory=dict)  # ids used by several assistant entries
@@ -132,9 +132,11 @@ class SessionIndex(EntryReader):
             if end == self.size:
                 self.done = True
                 return [], reset
-            before = len(self.ids)
+            before, start = len(self.ids), self.size
             with no_gc():
                 self.done = self._read_to(fd, end, max_bytes)
+            if self.size - start >= scan.CHUNK:
+                scan.release_memory()
             self._tail_hash = scan.tail_hash(fd, self.size)
             if self.done:
                 tail = end - self.size
@@ -184,19 +186,34 @@ class SessionIndex(EntryReader):
         self.generation = gen + 1
 
     def _consume_lines(self, buf: bytes, base: int) -> None:
-        # The common line (a v2/v3 entry that decodes, with a fresh id) is handled
-        # inline with local names; everything else goes through _line/_entry.
+        end = buf.rfind(b"\n") + 1  # whole lines only
+        start = 0
+        while start < end:
+            if self.header is None or self._v1:
+                start = self._lines(buf, start, end, base)
+                continue
+            stop = buf.rfind(b"\n", start, start + scan.BATCH) + 1
+            if stop <= start:  # one line longer than a batch
+                stop = buf.find(b"\n", start) + 1
+            start = stop if self._consume_batch(buf, start, stop, base) else self._lines(buf, start, stop, base)
+        self.size = base + end
+        self._pending = end < len(buf) and bool(buf[end:].strip())
+
+    def _lines(self, buf: bytes, start: int, stop: int, base: int) -> int:
+        """Index the lines of buf[start:stop] one at a time (stopping after a header line);
+        the offset reached. The common line (a v2/v3 entry that decodes, with a fresh id)
+        is handled inline with local names; everything else goes through _line/_entry."""
         find = buf.find
         decode = nav_decoder.decode
         ids, parents, types, roles = self.ids, self.parents, self.types, self.roles
         flags_arr, offsets, lengths, by_id = self.flags, self.offsets, self.lengths, self.by_id
         lines = self.lines
         intern_get = interned.get
-        start = 0
-        while True:
+        headless = self.header is None
+        while start < stop:
+            if headless and self.header is not None:
+                return start
             nl = find(b"\n", start)
-            if nl < 0:
-                break
             if nl == start:  # a run of empty lines, skipped at once
                 end = scan.NEWLINES.match(buf, start).end()  # type: ignore[union-attr]
                 self._line_no += end - start
@@ -251,8 +268,7 @@ class SessionIndex(EntryReader):
             lengths.append(length)
             lines.append(self._line_no)
             self._line_no += 1
-        self.size = base + start
-        self._pending = start < len(buf) and bool(buf[start:].strip())
+        return start
 
     def _fast_message(self, nav: Nav, pos: int) -> tuple[str | None, int]:
         """Role and flags of a message entry on the fast path; keeps the listing facts."""
@@ -286,23 +302,6 @@ class SessionIndex(EntryReader):
                 blocks = decode_blocks(msg) if role == "user" and not self.first_message else None
                 self._listing_facts(role, blocks, True, mts, nav.timestamp)
         return role, fl
-
-    def _assistant_flags(self, pos: int, msg: Msg) -> int:
-        return self._assistant_flags_of(pos, decode_blocks(msg))
-
-    def _assistant_flags_of(self, pos: int, blocks: Any) -> int:
-        fl = 0
-        if type(blocks) is list:
-            for blk in blocks:
-                bt = blk.type
-                if bt == "text":
-                    if not fl and type(blk.text) is str and js_trim(blk.text):
-                        fl = F_ASSISTANT_TEXT
-                elif bt == "toolCall" and type(blk.id) is str:
-                    self._tool_call(pos, blk.id)
-        elif type(blocks) is str and js_trim(blocks):
-            fl = F_ASSISTANT_TEXT
-        return fl
 
     def _line(self, raw: bytes, off: int, length: int, nav: Nav | None = None) -> None:
         orig = raw
@@ -404,7 +403,7 @@ class SessionIndex(EntryReader):
                     flags |= F_HAS_CONTENT
                 if role == "assistant":
                     if msg_blocks is UNSET:
-                        flags |= self._assistant_flags(pos, msg)
+                        flags |= self._assistant_flags_of(pos, decode_blocks(msg))
                     else:
                         flags |= self._assistant_flags_of(pos, msg_blocks)
                     self._listing_facts(role, None, has_content, msg.timestamp, nav.timestamp)
@@ -413,17 +412,8 @@ class SessionIndex(EntryReader):
                     if not self.first_message:
                         blocks = decode_blocks(msg) if msg_blocks is UNSET else msg_blocks
                     self._listing_facts(role, blocks, has_content, msg.timestamp, nav.timestamp)
-        elif etype == "label":
-            target = nav.targetId
-            if isinstance(target, str):
-                if isinstance(nav.label, str) and nav.label:
-                    self.labels.pop(target, None)
-                    self.labels[target] = (nav.label, nav.timestamp)
-                else:
-                    self.labels.pop(target, None)
-        elif etype == "session_info":
-            n = nav.name
-            self.name = (js_trim(n) or None) if isinstance(n, str) else None
+        else:
+            self._side_facts(etype, nav)
 
         if eid in by_id:
             self.irregular = True
@@ -456,16 +446,6 @@ class SessionIndex(EntryReader):
         self.anc_model.append(m)
         self.anc_thinking.append(th)
         self.anc_compaction.append(c)
-
-    def _tool_call(self, pos: int, call_id: str) -> None:
-        """Remember which assistant entry defines a tool call; its title is made when shown."""
-        prev = self.call_pos.get(call_id)
-        if prev is not None and prev != pos:
-            dups = self.tool_dups.get(call_id)
-            if dups is None:
-                self.tool_dups[call_id] = dups = [prev]
-            dups.append(pos)
-        self.call_pos[call_id] = pos
 
     def _listing_facts(self, role: str, blocks: Any, has_content: bool, msg_ts: Any, entry_ts: Any) -> None:
         if not has_content:

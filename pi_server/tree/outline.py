@@ -8,6 +8,7 @@ reads only the lines of the rows in the window.
 
 from __future__ import annotations
 
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,8 @@ from pi_server.tree.paths import Tree, build_tree
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
 # bookkeeping entries the default and no-tools filters hide (pi 1.6.0 adds context_edit)
 _SETTINGS = frozenset(("label", "context_edit", "custom", "model_change", "thinking_level_change", "session_info"))
+_DEFAULT_HIDDEN = _SETTINGS | {"usage"}
+_OTHER_FILTERS = frozenset(("user-only", "no-tools", "labeled-only", "all"))
 
 
 @dataclass(slots=True)
@@ -52,15 +55,20 @@ class Gutters:
         return out
 
 
+CONNECTORS = ("", "├─", "└─")
+
+
 @dataclass(slots=True)
 class Layout:
-    rows: list[int]  # positions, in display order
-    indent: list[int]  # display indent per row
-    connector: list[str]
-    gutters: list[int]  # gutter node per row (-1: none)
+    """Compact arrays: a 100,000-entry tree's layout costs a few megabytes, not tens."""
+
+    rows: array  # positions, in display order
+    indent: array  # display indent per row
+    connectors: bytes  # index into CONNECTORS per row
+    gutters: array  # gutter node per row (-1: none)
     nodes: Gutters
-    children: dict[int, list[int]]  # visible children per position (-1: roots)
-    vparent: dict[int, int]  # visible parent per position (-1: root)
+    kids: array  # visible children per position
+    vparent: array  # visible parent per position (-1: root; meaningful for visible entries)
     multiple_roots: bool
     _gjson: dict[int, list[dict[str, Any]]] | None = None
 
@@ -82,7 +90,7 @@ class Outline:
         self.idx = idx
         self._gen = -1
         self._tree: Tree | None = None
-        self._flat: OrderedDict[Any, tuple[list[int], set[int]]] = OrderedDict()
+        self._flat: OrderedDict[Any, tuple[list[int], bytearray]] = OrderedDict()
         self._layouts: OrderedDict[Any, Layout] = OrderedDict()
         self._search: list[str] | None = None
         self._rank: tuple[list[int], dict[int, int]] | None = None
@@ -102,39 +110,47 @@ class Outline:
             self._tree = build_tree(self.idx)
         return self._tree
 
-    def active_path(self, leaf: int | None) -> set[int]:
-        """Entries from a root down to the leaf (empty if the leaf is not in the tree)."""
+    def active_path(self, leaf: int | None) -> bytearray:
+        """A mask of the entries from a root down to the leaf (all unset if the leaf is not in
+        the tree): a byte an entry, where a set of a long path costs megabytes."""
         tree = self.tree
-        out: set[int] = set()
+        out = bytearray(len(tree.parent))
         cur = leaf if leaf is not None else -1
         while cur != -1:
-            if cur in out:
-                return set()
-            out.add(cur)
+            if out[cur]:
+                return bytearray(len(tree.parent))
+            out[cur] = 1
             cur = tree.parent[cur]
         return out
 
-    def flat(self, leaf: int | None) -> tuple[list[int], set[int]]:
+    def flat(self, leaf: int | None) -> tuple[list[int], bytearray]:
         """Pre-order of the whole tree, the branch holding the leaf first."""
         tree = self.tree
         hit = self._flat.get(leaf)
         if hit is not None:
             return hit
         active = self.active_path(leaf)
-        roots = sorted(tree.roots, key=lambda p: p not in active)  # stable: active root first
+        roots = sorted(tree.roots, key=lambda p: not active[p])  # stable: active root first
         order: list[int] = []
         stack = list(reversed(roots))
-        children = tree.children
+        first, nxt, kids_of = tree.children.first, tree.children.next, tree.children.get
+        add = order.append
         while stack:
             pos = stack.pop()
-            order.append(pos)
-            kids = children.get(pos)
-            if kids:
-                if len(kids) > 1 and active:
-                    first = [k for k in kids if k in active]
-                    if first:
-                        kids = first + [k for k in kids if k not in active]
-                stack.extend(reversed(kids))
+            while True:  # down single-child chains without the stack
+                add(pos)
+                c = first[pos]
+                if c == -1:
+                    break
+                if nxt[c] == -1:
+                    pos = c
+                    continue
+                kids = kids_of(pos)
+                on_path = [k for k in kids if active[k]]
+                if on_path:
+                    kids = on_path + [k for k in kids if not active[k]]
+                stack.extend(reversed(kids[1:]))
+                pos = kids[0]
         result = (order, active)
         self._flat[leaf] = result
         if len(self._flat) > 8:
@@ -202,8 +218,31 @@ class Outline:
     def _visible(self, order: list[int], leaf: int | None, filt: str, search: str, folded: frozenset[str]) -> list[int]:
         idx = self.idx
         types, roles, flags, ids = idx.types, idx.roles, idx.flags, idx.ids
-        labels = idx.labels
         tokens = js_split_ws(search.lower()) if search else []
+        if not tokens and filt not in _OTHER_FILTERS:  # the default view, in one pass
+            shown = F_ASSISTANT_TEXT | F_ERRORISH
+            out = [
+                pos
+                for pos in order
+                if types[pos] not in _DEFAULT_HIDDEN and (roles[pos] != "assistant" or flags[pos] & shown or pos == leaf)
+            ]
+        else:
+            out = self._filtered(order, leaf, filt, tokens)
+        if folded:
+            skip: set[str] = set()
+            parents = idx.parents
+            for pos in order:
+                p = parents[pos]
+                if p is not None and (p in folded or p in skip):
+                    skip.add(ids[pos])
+            if skip:
+                out = [pos for pos in out if ids[pos] not in skip]
+        return out
+
+    def _filtered(self, order: list[int], leaf: int | None, filt: str, tokens: list[str]) -> list[int]:
+        idx = self.idx
+        types, roles, flags, ids = idx.types, idx.roles, idx.flags, idx.ids
+        labels = idx.labels
         texts = self.search_texts() if tokens else None
         out: list[int] = []
         for pos in order:
@@ -231,15 +270,6 @@ class Outline:
                 if not all(tok in text for tok in tokens):
                     continue
             out.append(pos)
-        if folded:
-            skip: set[str] = set()
-            parents = idx.parents
-            for pos in order:
-                p = parents[pos]
-                if p is not None and (p in folded or p in skip):
-                    skip.add(ids[pos])
-            if skip:
-                out = [pos for pos in out if ids[pos] not in skip]
         return out
 
 
@@ -261,70 +291,77 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
     for pos in visible:
         vis[pos] = 1
     # nearest visible ancestor, in one pre-order pass (parents come first)
-    nva = [-1] * n
+    nva = array("l", [-1]) * n
     parent = tree.parent
     for pos in order:
         p = parent[pos]
         if p != -1:
             nva[pos] = p if vis[p] else nva[p]
-    children: dict[int, list[int]] = {-1: []}
+    # visible children as first-child / next-sibling arrays, and their counts
+    first, nxt, last = array("l", [-1]) * n, array("l", [-1]) * n, array("l", [-1]) * n
+    kids = array("i", [0]) * n
+    vroots: list[int] = []
     for pos in visible:
         a = nva[pos]
-        lst = children.get(a)
-        if lst is None:
-            children[a] = [pos]
+        if a == -1:
+            vroots.append(pos)
+            continue
+        k = last[a]
+        if k == -1:
+            first[a] = pos
         else:
-            lst.append(pos)
-    vroots = children[-1]
+            nxt[k] = pos
+        last[a] = pos
+        kids[a] += 1
     multiple = len(vroots) > 1
     indent = [0] * n
-    connector = [""] * n
+    connector = bytearray(n)
     gutters = [-1] * n
     nodes = Gutters([], [], [], [])
     stack: list[tuple[int, int, bool, bool, bool, int, bool]] = []
     for i in range(len(vroots) - 1, -1, -1):
         stack.append((vroots[i], 1 if multiple else 0, multiple, multiple, i == len(vroots) - 1, -1, multiple))
-    get_kids = children.get
     while stack:
         pos, ind, just_branched, show_conn, is_last, gut, virtual_child = stack.pop()
         while True:  # follow single-child chains without the stack
             display = (ind - 1 if ind > 0 else 0) if multiple else ind
-            shown = show_conn and not virtual_child
             indent[pos] = display
             gutters[pos] = gut
-            if shown:
-                connector[pos] = "└─" if is_last else "├─"
+            if show_conn and not virtual_child:
+                connector[pos] = 2 if is_last else 1
                 gut = nodes.add(display - 1 if display > 0 else 0, not is_last, gut)  # for the children
-            kids = get_kids(pos)
-            if not kids:
+            c = first[pos]
+            if c == -1:
                 break
-            many = len(kids) > 1
-            child_ind = ind + 1 if many or (just_branched and ind > 0) else ind
-            if many:
-                for i in range(len(kids) - 1, -1, -1):
-                    stack.append((kids[i], child_ind, True, True, i == len(kids) - 1, gut, False))
+            if nxt[c] != -1:
+                child_ind = ind + 1
+                below = []
+                while c != -1:
+                    below.append(c)
+                    c = nxt[c]
+                for i in range(len(below) - 1, -1, -1):
+                    stack.append((below[i], child_ind, True, True, i == len(below) - 1, gut, False))
                 break
-            pos, ind, just_branched, show_conn, is_last, virtual_child = kids[0], child_ind, False, False, True, False
+            child_ind = ind + 1 if just_branched and ind > 0 else ind
+            pos, ind, just_branched, show_conn, is_last, virtual_child = c, child_ind, False, False, True, False
     return Layout(
-        rows=visible,
-        indent=[indent[p] for p in visible],
-        connector=[connector[p] for p in visible],
-        gutters=[gutters[p] for p in visible],
+        rows=array("l", visible),
+        indent=array("i", [indent[p] for p in visible]),
+        connectors=bytes([connector[p] for p in visible]),
+        gutters=array("l", [gutters[p] for p in visible]),
         nodes=nodes,
-        children=children,
-        vparent={p: nva[p] for p in visible},
+        kids=kids,
+        vparent=nva,
         multiple_roots=multiple,
     )
 
 
 def is_foldable(lay: Layout, pos: int) -> bool:
     """pi: has visible children and is a root or the start of a branch segment."""
-    if not lay.children.get(pos):
+    if not lay.kids[pos]:
         return False
-    vp = lay.vparent.get(pos, -1)
-    if vp == -1:
-        return True
-    return len(lay.children.get(vp, ())) > 1
+    vp = lay.vparent[pos]
+    return vp == -1 or lay.kids[vp] > 1
 
 
 def get_tree(
@@ -353,7 +390,7 @@ def get_tree(
     for r, pos, entry in zip(window, positions, entries, strict=True):
         eid = idx.ids[pos]
         foldable = is_foldable(lay, pos)
-        vp = lay.vparent.get(pos, -1)
+        vp = lay.vparent[pos]
         row: dict[str, Any] = {
             "id": eid,
             "parentId": idx.parents[pos],
@@ -362,13 +399,13 @@ def get_tree(
             "type": idx.types[pos],
             "title": titles.display_title(entry, tool_titles),
             "indent": lay.indent[r],
-            "connector": lay.connector[r],
+            "connector": CONNECTORS[lay.connectors[r]],
             "gutters": lay.gutters_json(r),
-            "onActivePath": pos in active,
+            "onActivePath": bool(active[pos]),
             "isLeaf": pos == leaf,
             "foldable": foldable,
             "folded": eid in fset,
-            "childCount": len(lay.children.get(pos, ())),
+            "childCount": lay.kids[pos],
             "timestamp": entry.get("timestamp"),
         }
         if idx.roles[pos] is not None:
