@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pi_server.context.settings import last_of_each_kind, replay
+from pi_server.context.settings import Settings, last_of_each_kind, replay, setting_positions
 from pi_server.jsutil import js_date_json
 from pi_server.store.index import SessionIndex
 from pi_server.tree.paths import path_to
@@ -133,23 +133,35 @@ def context_entries(path: list[dict[str, Any]], compaction: dict[str, Any] | Non
     return out
 
 
-def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
-    """pi's buildSessionProjection over the entries of a path, root first."""
-    settings = replay(path)
+def context_for_path(path: list[dict[str, Any]], settings: Settings | None = None) -> SessionContext:
+    """pi's buildSessionProjection over the entries of a path, root first (`settings`: its replay,
+    when the caller already has it)."""
+    if settings is None:
+        settings = replay(path)
     selected = context_entries(path, settings.compaction)
     edits: dict[Any, int] = {}
     for i in selected:
         if path[i].get("type") == "context_edit":
             edits[path[i].get("targetId")] = i
-    messages: list[dict[str, Any]] = []
+    messages: list[Any] = []
     ids: list[str] = []
     sources: list[int] = []
     edit_of: list[int] = []
     for k, i in enumerate(selected):
         e = path[i]
-        if e.get("type") == "compaction" and k > 0:
+        t = e.get("type")
+        if t == "message" and not edits:
+            # the common case, inline: a message entry as it is (4,000 of them per context)
+            m = e.get("message")
+            if type(m) is dict and m.get("content") is not None:
+                messages.append(m)
+                ids.append(e.get("id"))  # type: ignore[arg-type]
+                sources.append(i)
+                edit_of.append(-1)
+                continue
+        if t == "compaction" and k > 0:
             continue  # an older compaction inside the kept range contributes nothing
-        edit = edits.get(e.get("id"), -1)
+        edit = edits.get(e.get("id"), -1) if edits else -1
         for m in project(e, path[edit] if edit >= 0 else None):
             messages.append(m)
             ids.append(e.get("id"))  # type: ignore[arg-type]
@@ -183,13 +195,23 @@ def build_context(idx: SessionIndex, leaf_id: str | None, *, before_first: bool 
     chosen = _select_from_ancestry(idx, leaf) if not idx.irregular else None
     if chosen is None:
         chosen = _select_by_walk(idx, path_to(idx, leaf))
-    ctx = context_for_path(idx.cached_entries(chosen))
+    ctx = context_for_path(idx.cached_entries(chosen), _settings(idx, leaf, chosen))
     ctx.positions = [chosen[i] for i in ctx.sources]
     ctx.edit_positions = [chosen[i] if i >= 0 else -1 for i in ctx.edits or ()]
     ctx.edits_in_force = {t: chosen[i] for t, i in (ctx.edits_in_force or {}).items()}
     ctx.selected = [chosen[i] for i in ctx.selected or ()]
     ctx.entry_ids = [idx.ids[p] for p in ctx.positions]
     return ctx
+
+
+def _settings(idx: SessionIndex, leaf: int, chosen: list[int]) -> Settings:
+    """The settings replay of the chosen entries, reading only the last of each kind
+    (`chosen` holds every entry that can set one)."""
+    if idx.irregular:
+        last = sorted(chosen[i] for i in last_of_each_kind(idx, chosen) if i >= 0)
+    else:
+        last = setting_positions(idx, leaf)
+    return replay(idx.cached_entries(last))
 
 
 def _select_by_walk(idx: SessionIndex, path: list[int]) -> list[int]:
@@ -224,14 +246,15 @@ def _select_from_ancestry(idx: SessionIndex, leaf: int) -> list[int] | None:
     comp = idx.anc_compaction[leaf]
     if comp < 0:
         return None  # every message on the path counts: walk it
-    types = idx.types
+    types, parents, by_id = idx.types, idx.parents, idx.by_id
     window: list[int] = []  # compaction .. leaf, leaf first
-    cur = leaf
+    cur, limit = leaf, len(idx)
     while cur != comp:
-        if cur == -1 or len(window) > len(idx):
+        if cur == -1 or len(window) > limit:
             return None
         window.append(cur)
-        cur = _parent(idx, cur)
+        p = parents[cur]
+        cur = by_id.get(p, -1) if p is not None else -1
     window.append(comp)
     window.reverse()
     kept_pos = _first_kept(idx, comp)

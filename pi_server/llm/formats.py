@@ -26,17 +26,18 @@ def _tokens(idx: SessionIndex, ctx: SessionContext) -> int:
         return estimate_total(ctx.messages)
     cache = idx.tokens
     edits = ctx.edit_positions or [-1] * len(ctx.positions)
-    total = 0
+    keys = []
     prev, k = -1, 0
-    for pos, edit, m in zip(ctx.positions, edits, ctx.messages, strict=True):
+    for pos, edit in zip(ctx.positions, edits, strict=True):
         k = k + 1 if pos == prev else 0
         prev = pos
-        key = (pos, edit, k)
-        t = cache.get(key)
-        if t is None:
-            t = cache[key] = estimate_tokens(m)
-        total += t
-    return total
+        keys.append((pos, edit, k))
+    got = list(map(cache.get, keys))
+    if None in got:
+        for i, t in enumerate(got):
+            if t is None:
+                got[i] = cache[keys[i]] = estimate_tokens(ctx.messages[i])
+    return sum(got)  # type: ignore[arg-type]
 
 
 def context_result(
@@ -49,7 +50,8 @@ def context_result(
         "model": ctx.model,
         "thinkingLevel": ctx.thinking_level,
         "tokens": _tokens(idx, ctx),
-        "system": system_at(ctx.messages),
+        # only system messages matter to it: picked once here instead of scanned twice there
+        "system": system_at([m for m in ctx.messages if m.get("role") == "system"]),
     }
     if fmt == "agent":
         out["messages"], out["entryIds"] = ctx.messages, ctx.entry_ids
