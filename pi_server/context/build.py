@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from pi_server.context.settings import Settings, last_of_each_kind, replay, setting_positions
 from pi_server.jsutil import js_date_json
 from pi_server.store.index import SessionIndex
@@ -63,6 +65,8 @@ def entry_message(e: dict[str, Any], *, empty_summaries: bool = False) -> dict[s
     t = e.get("type")
     if t == "message":
         m = e.get("message")
+        if type(m) is msgspec.Raw:
+            return m  # the file's own bytes, exactly the message pi holds (store/reading.py)
         if not isinstance(m, dict):
             return None
         if m.get("content") is None and m.get("role") in _NORMALIZED:
@@ -153,7 +157,7 @@ def context_for_path(path: list[dict[str, Any]], settings: Settings | None = Non
         if t == "message" and not edits:
             # the common case, inline: a message entry as it is (4,000 of them per context)
             m = e.get("message")
-            if type(m) is dict and m.get("content") is not None:
+            if type(m) is msgspec.Raw or (type(m) is dict and m.get("content") is not None):
                 messages.append(m)
                 ids.append(e.get("id"))  # type: ignore[arg-type]
                 sources.append(i)
@@ -182,12 +186,16 @@ def context_for_path(path: list[dict[str, Any]], settings: Settings | None = Non
 _PRODUCES = frozenset(("message", "custom_message", "branch_summary", "context_edit"))
 
 
-def build_context(idx: SessionIndex, leaf_id: str | None, *, before_first: bool = False) -> SessionContext:
+def build_context(
+    idx: SessionIndex, leaf_id: str | None, *, before_first: bool = False, opaque: bool = False
+) -> SessionContext:
     """Context for a leaf (None: the file's last entry; before_first: empty).
 
     Only the entries that can change the answer are read: the last settings
     entries, the last compaction, and the message entries after its first kept
     entry. The result is the one `context_for_path` gives for the whole path.
+    `opaque`: messages taken as they are come as `msgspec.Raw` bytes of the file
+    (parsing them is most of a cold build, and an answer only re-encodes them).
     """
     if before_first or not idx.ids:
         return SessionContext([], [], None, "off", [], [])
@@ -195,13 +203,27 @@ def build_context(idx: SessionIndex, leaf_id: str | None, *, before_first: bool 
     chosen = _select_from_ancestry(idx, leaf) if not idx.irregular else None
     if chosen is None:
         chosen = _select_by_walk(idx, path_to(idx, leaf))
-    ctx = context_for_path(idx.cached_entries(chosen), _settings(idx, leaf, chosen))
+    entries = _opaque_entries(idx, chosen) if opaque else idx.cached_entries(chosen)
+    ctx = context_for_path(entries, _settings(idx, leaf, chosen))
     ctx.positions = [chosen[i] for i in ctx.sources]
     ctx.edit_positions = [chosen[i] if i >= 0 else -1 for i in ctx.edits or ()]
     ctx.edits_in_force = {t: chosen[i] for t, i in (ctx.edits_in_force or {}).items()}
     ctx.selected = [chosen[i] for i in ctx.selected or ()]
     ctx.entry_ids = [idx.ids[p] for p in ctx.positions]
     return ctx
+
+
+def _opaque_entries(idx: SessionIndex, chosen: list[int]) -> list[dict[str, Any]]:
+    """The chosen entries with plain messages left as bytes; a context edit's target is
+    parsed (the edit rewrites its content)."""
+    entries = idx.cached_entries(chosen, opaque=True)
+    types = idx.types
+    targets = {t for p, e in zip(chosen, entries, strict=True) if types[p] == "context_edit" and type(t := e.get("targetId")) is str}
+    if targets:
+        for k, p in enumerate(chosen):
+            if idx.ids[p] in targets and type(entries[k].get("message")) is msgspec.Raw:
+                entries[k] = idx.cached_entries([p])[0]
+    return entries
 
 
 def _settings(idx: SessionIndex, leaf: int, chosen: list[int]) -> Settings:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from pi_server.context.build import SessionContext, build_context
 from pi_server.llm.anthropic import request_body
 from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.models import OPENAI_DEFAULT, anthropic_model
 from pi_server.llm.openai import convert_messages as openai_messages
-from pi_server.llm.tokens import estimate_tokens, estimate_total
+from pi_server.llm.tokens import estimate_raw, estimate_tokens, estimate_total
 from pi_server.llm.transcript import system_at
+from pi_server.store.decode import jdumps
 from pi_server.store.index import SessionIndex
 
 FORMATS = ("agent", "llm", "anthropic", "openai")
@@ -36,14 +39,35 @@ def _tokens(idx: SessionIndex, ctx: SessionContext) -> int:
     if None in got:
         for i, t in enumerate(got):
             if t is None:
-                got[i] = cache[keys[i]] = estimate_tokens(ctx.messages[i])
+                m = ctx.messages[i]
+                got[i] = cache[keys[i]] = estimate_raw(m) if type(m) is msgspec.Raw else estimate_tokens(m)
     return sum(got)  # type: ignore[arg-type]
+
+
+def _raw(m: Any) -> msgspec.Raw:
+    return m if type(m) is msgspec.Raw else msgspec.Raw(jdumps(m))
+
+
+def _wire_ready(out: dict[str, Any]) -> dict[str, Any]:
+    """Every value encodable by msgspec as it is: one holding a lone surrogate (which msgspec
+    refuses) is given as JSON bytes escaping it, as JS writes it."""
+    for k, v in out.items():
+        if k != "messages" and v is not None and type(v) is not int:
+            try:
+                _encode(v)
+            except UnicodeEncodeError:
+                out[k] = msgspec.Raw(jdumps(v))
+    return out
+
+
+_encode = msgspec.json.Encoder().encode
 
 
 def context_result(
     idx: SessionIndex, leaf_id: str | None, *, before_first: bool = False, fmt: str = "agent"
 ) -> dict[str, Any]:
-    ctx = build_context(idx, leaf_id, before_first=before_first)
+    # the "agent" answer carries plain messages as the file's bytes, straight to the wire
+    ctx = build_context(idx, leaf_id, before_first=before_first, opaque=fmt == "agent")
     resolved_leaf = None if before_first else (leaf_id if leaf_id is not None else idx.last_id)
     out: dict[str, Any] = {
         "leafId": resolved_leaf,
@@ -51,11 +75,11 @@ def context_result(
         "thinkingLevel": ctx.thinking_level,
         "tokens": _tokens(idx, ctx),
         # only system messages matter to it: picked once here instead of scanned twice there
-        "system": system_at([m for m in ctx.messages if m.get("role") == "system"]),
+        "system": system_at([m for m in ctx.messages if type(m) is dict and m.get("role") == "system"]),
     }
     if fmt == "agent":
-        out["messages"], out["entryIds"] = ctx.messages, ctx.entry_ids
-        return out
+        out["messages"], out["entryIds"] = [_raw(m) for m in ctx.messages], ctx.entry_ids
+        return _wire_ready(out)
     llm, ids = convert_to_llm(ctx.messages, ctx.entry_ids)
     if fmt == "llm":
         out["messages"], out["entryIds"] = llm, ids

@@ -3,9 +3,37 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
+import msgspec
+import orjson
+
 from pi_server.jsutil import js_stringify, u16len
+from pi_server.store.decode import DECODE_ERRORS, loads
+
+# orjson writes what JSON.stringify writes, but for floats: `100.0` (JS: `100`) and
+# exponents (`1e+16`, JS: `10000000000000000`; orjson always signs them). A match,
+# even inside a string, takes the exact path.
+_FLOAT_FORMS = re.compile(rb"\.0(?:[,\]}]|$)|[0-9][eE][-+0-9]")
+
+
+def stringify_len(value: Any) -> int:
+    """`JSON.stringify(value).length`, through orjson when its text is JS's."""
+    try:
+        b = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):  # a lone surrogate, a huge int
+        return u16len(js_stringify(value))
+    if (b".0" in b or b"e+" in b or b"e-" in b) and _FLOAT_FORMS.search(b):
+        return u16len(js_stringify(value))
+    if b.isascii():
+        return len(b)
+    # UTF-16 units of UTF-8 text: one per lead byte, two for a 4-byte sequence
+    return len(b.translate(None, _CONTINUATION)) + len(b) - len(b.translate(None, _LEAD4))
+
+
+_CONTINUATION = bytes(range(0x80, 0xC0))
+_LEAD4 = bytes(range(0xF0, 0xF8))
 
 
 def _len(v: Any) -> int:
@@ -35,7 +63,7 @@ def _system_chars(m: dict[str, Any]) -> int:
         chars += sum(_len(v) for v in sections.values())
     added = m.get("toolsAdded")
     if added:
-        chars += u16len(js_stringify(added))
+        chars += stringify_len(added)
     return chars
 
 
@@ -58,7 +86,7 @@ def estimate_tokens(m: dict[str, Any]) -> int:
             elif t == "thinking":
                 chars += _len(b.get("thinking"))
             elif t == "toolCall":
-                chars += _len(b.get("name")) + (u16len(js_stringify(b["arguments"])) if "arguments" in b else 0)
+                chars += _len(b.get("name")) + (stringify_len(b["arguments"]) if "arguments" in b else 0)
         return math.ceil(chars / 4)
     if role == "bashExecution":
         return math.ceil((_len(m.get("command")) + _len(m.get("output"))) / 4)
@@ -70,3 +98,59 @@ def estimate_tokens(m: dict[str, Any]) -> int:
 def estimate_total(messages: list[dict[str, Any]]) -> int:
     return sum(estimate_tokens(m) for m in messages)
 
+
+
+class _Block(msgspec.Struct):
+    type: Any = None
+    text: Any = None
+    thinking: Any = None
+    name: Any = None
+    arguments: msgspec.Raw = msgspec.Raw(b"")  # empty: absent
+
+
+class _Msg(msgspec.Struct):
+    role: Any = None
+    content: list[_Block] | str | None = None
+    command: Any = None
+    output: Any = None
+    summary: Any = None
+
+
+_msg_decoder = msgspec.json.Decoder(_Msg)
+
+
+def estimate_raw(raw: msgspec.Raw) -> int:
+    """estimate_tokens of a message given as JSON bytes, decoding only the counted fields."""
+    try:
+        m = _msg_decoder.decode(raw)
+    except DECODE_ERRORS:
+        return estimate_tokens(loads(bytes(raw)))  # blocks of other shapes: the general path
+    role, content = m.role, m.content
+    if role in ("user", "custom", "toolResult"):
+        if isinstance(content, str):
+            return math.ceil(u16len(content) / 4)
+        chars = 0
+        for b in content or ():
+            if b.type == "text" and b.text:
+                chars += _len(b.text)
+            elif b.type == "image":
+                chars += 4800
+        return math.ceil(chars / 4)
+    if role == "assistant":
+        chars = 0
+        for b in content if isinstance(content, list) else ():
+            t = b.type
+            if t == "text":
+                chars += _len(b.text)
+            elif t == "thinking":
+                chars += _len(b.thinking)
+            elif t == "toolCall":
+                chars += _len(b.name) + (stringify_len(loads(bytes(b.arguments))) if len(b.arguments) else 0)
+        return math.ceil(chars / 4)
+    if role == "bashExecution":
+        return math.ceil((_len(m.command) + _len(m.output)) / 4)
+    if role in ("branchSummary", "compactionSummary"):
+        return math.ceil(_len(m.summary) / 4)
+    if role == "system":
+        return estimate_tokens(loads(bytes(raw)))
+    return 0
