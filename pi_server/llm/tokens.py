@@ -15,7 +15,7 @@ from pi_server.store.decode import DECODE_ERRORS, loads
 # orjson writes what JSON.stringify writes, but for floats: `100.0` (JS: `100`) and
 # exponents (`1e+16`, JS: `10000000000000000`; orjson always signs them). A match,
 # even inside a string, takes the exact path.
-_FLOAT_FORMS = re.compile(rb"\.0(?:[,\]}]|$)|[0-9][eE][-+0-9]")
+_FLOAT_FORMS = re.compile(rb"[0-9](?:\.0(?:[,\]}]|$)|[eE][-+0-9])")
 
 
 def stringify_len(value: Any) -> int:
@@ -24,7 +24,7 @@ def stringify_len(value: Any) -> int:
         b = orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):  # a lone surrogate, a huge int
         return u16len(js_stringify(value))
-    if (b".0" in b or b"e+" in b or b"e-" in b) and _FLOAT_FORMS.search(b):
+    if _FLOAT_FORMS.search(b):
         return u16len(js_stringify(value))
     if b.isascii():
         return len(b)
@@ -100,7 +100,7 @@ def estimate_total(messages: list[dict[str, Any]]) -> int:
 
 
 
-class _Block(msgspec.Struct):
+class _Block(msgspec.Struct, gc=False):
     type: Any = None
     text: Any = None
     thinking: Any = None
@@ -108,7 +108,7 @@ class _Block(msgspec.Struct):
     arguments: msgspec.Raw = msgspec.Raw(b"")  # empty: absent
 
 
-class _Msg(msgspec.Struct):
+class _Msg(msgspec.Struct, gc=False):
     role: Any = None
     content: list[_Block] | str | None = None
     command: Any = None

@@ -24,12 +24,12 @@ from pi_server.store.decode import (
 from pi_server.store.records import CURRENT_VERSION, F_HAS_CONTENT
 
 
-class _LineHead(msgspec.Struct):
+class _LineHead(msgspec.Struct, gc=False):
     type: Any = None
     message: msgspec.Raw = msgspec.Raw(b"")
 
 
-class _MsgHead(msgspec.Struct):
+class _MsgHead(msgspec.Struct, gc=False):
     content: msgspec.Raw = msgspec.Raw(b"")
 
 
