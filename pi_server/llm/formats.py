@@ -13,7 +13,7 @@ from pi_server.llm.models import OPENAI_DEFAULT, anthropic_model
 from pi_server.llm.openai import convert_messages as openai_messages
 from pi_server.llm.tokens import estimate_raw, estimate_tokens, estimate_total
 from pi_server.llm.transcript import system_at
-from pi_server.store.decode import jdumps
+from pi_server.store.decode import jdumps, no_gc
 from pi_server.store.index import SessionIndex
 
 FORMATS = ("agent", "llm", "anthropic", "openai")
@@ -66,6 +66,13 @@ _encode = msgspec.json.Encoder().encode
 def context_result(
     idx: SessionIndex, leaf_id: str | None, *, before_first: bool = False, fmt: str = "agent"
 ) -> dict[str, Any]:
+    # tens of thousands of small objects, none in a cycle: collections would only rescan
+    # the index and the entry cache (superlinear in effect on large files)
+    with no_gc():
+        return _context_result(idx, leaf_id, before_first, fmt)
+
+
+def _context_result(idx: SessionIndex, leaf_id: str | None, before_first: bool, fmt: str) -> dict[str, Any]:
     # the "agent" answer carries plain messages as the file's bytes, straight to the wire
     ctx = build_context(idx, leaf_id, before_first=before_first, opaque=fmt == "agent")
     resolved_leaf = None if before_first else (leaf_id if leaf_id is not None else idx.last_id)
