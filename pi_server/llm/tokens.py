@@ -26,9 +26,13 @@ def stringify_len(value: Any) -> int:
         return u16len(js_stringify(value))
     if _FLOAT_FORMS.search(b):
         return u16len(js_stringify(value))
+    return _utf16_units(b)
+
+
+def _utf16_units(b: bytes) -> int:
+    """UTF-16 units of UTF-8 text: one per lead byte, two for a 4-byte sequence."""
     if b.isascii():
         return len(b)
-    # UTF-16 units of UTF-8 text: one per lead byte, two for a 4-byte sequence
     return len(b.translate(None, _CONTINUATION)) + len(b) - len(b.translate(None, _LEAD4))
 
 
@@ -126,27 +130,19 @@ def estimate_raw(raw: msgspec.Raw) -> int:
     except DECODE_ERRORS:
         return estimate_tokens(loads(bytes(raw)))  # blocks of other shapes: the general path
     role, content = m.role, m.content
-    if role in ("user", "custom", "toolResult"):
-        if isinstance(content, str):
-            return math.ceil(u16len(content) / 4)
+    if role == "toolResult" or role == "user" or role == "custom":
+        if type(content) is str:
+            return -(-_slen(content) // 4)
         chars = 0
         for b in content or ():
-            if b.type == "text" and b.text:
-                chars += _len(b.text)
-            elif b.type == "image":
-                chars += 4800
-        return math.ceil(chars / 4)
-    if role == "assistant":
-        chars = 0
-        for b in content if isinstance(content, list) else ():
             t = b.type
-            if t == "text":
-                chars += _len(b.text)
-            elif t == "thinking":
-                chars += _len(b.thinking)
-            elif t == "toolCall":
-                chars += _len(b.name) + (stringify_len(loads(bytes(b.arguments))) if len(b.arguments) else 0)
-        return math.ceil(chars / 4)
+            if t == "text" and b.text:
+                chars += _slen(b.text)
+            elif t == "image":
+                chars += 4800
+        return -(-chars // 4)
+    if role == "assistant":
+        return -(-_assistant_chars(content) // 4) if type(content) is list else 0
     if role == "bashExecution":
         return math.ceil((_len(m.command) + _len(m.output)) / 4)
     if role in ("branchSummary", "compactionSummary"):
@@ -154,3 +150,45 @@ def estimate_raw(raw: msgspec.Raw) -> int:
     if role == "system":
         return estimate_tokens(loads(bytes(raw)))
     return 0
+
+
+def _slen(v: Any) -> int:
+    """_len, inline-cheap for the common ASCII text."""
+    if type(v) is str:
+        return len(v) if v.isascii() else u16len(v)
+    return 0
+
+
+def _assistant_chars(content: list[_Block]) -> int:
+    chars = 0
+    for b in content:
+        t = b.type
+        if t == "text":
+            chars += _slen(b.text)
+        elif t == "thinking":
+            chars += _slen(b.thinking)
+        elif t == "toolCall":
+            chars += _slen(b.name)
+            if len(b.arguments):
+                chars += _raw_stringify_len(b.arguments)
+    return chars
+
+
+def _no_float(_text: str) -> Any:
+    raise ValueError("a float")
+
+
+_float_free = msgspec.json.Decoder(float_hook=_no_float)
+
+
+def _raw_stringify_len(raw: msgspec.Raw) -> int:
+    """stringify_len of JSON bytes: without a float, orjson's text is JS's (no pattern scan)."""
+    try:
+        value = _float_free.decode(raw)
+    except DECODE_ERRORS:
+        return stringify_len(loads(bytes(raw)))
+    try:
+        b = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):  # a lone surrogate; an int JS would read as a float
+        return stringify_len(loads(bytes(raw)))
+    return _utf16_units(b)
