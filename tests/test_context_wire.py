@@ -40,7 +40,7 @@ LINES: list[bytes] = [
         "a5",
         "a4",
         '{"role":"assistant","content":[{"type":"text","text":"caf\\u00e9 \\ud83d\\ude00"},'
-        '{"type":"toolCall","id":"t","name":"n","arguments":{"x":100.0,"y":1e21,"w":0.000001,"v":[1,2.5]}}],'
+        '{"type":"toolCall","id":"t","name":"n","arguments":{"x":100.0,"y":1e21,"w":0.000001,"v":[1,2.5],"z":"\\ud83d"}}],'
         '"provider":"p","model":"q","stopReason":"toolUse","timestamp":1}',
     ),
     # written by hand, not by JSON.stringify: spaces, a null field

@@ -23,10 +23,20 @@ def stringify_len(value: Any) -> int:
     try:
         b = orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):  # a lone surrogate, a huge int
-        return u16len(js_stringify(value))
+        return _js_len(value)
     if _FLOAT_FORMS.search(b):
-        return u16len(js_stringify(value))
+        return _js_len(value)
     return _utf16_units(b)
+
+
+def _js_len(value: Any) -> int:
+    """The exact path: JSON.stringify escapes a lone surrogate as `\\udXXX` (6 units) where
+    js_stringify keeps the character (any surrogate left in a Python string is a lone one)."""
+    s = js_stringify(value)
+    return u16len(s) + 5 * len(_SURROGATE.findall(s))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _utf16_units(b: bytes) -> int:
