@@ -200,9 +200,8 @@ def build_context(
     if before_first or not idx.ids:
         return SessionContext([], [], None, "off", [], [])
     leaf = idx.by_id[leaf_id] if leaf_id is not None else len(idx.ids) - 1
-    chosen = _select_from_ancestry(idx, leaf) if not idx.irregular else None
-    if chosen is None:
-        chosen = _select_by_walk(idx, path_to(idx, leaf))
+    # which entries a leaf's context reads only changes with the file: kept per generation
+    chosen = idx.memo(("context", leaf, idx.generation), lambda: _select(idx, leaf))
     entries = _opaque_entries(idx, chosen) if opaque else idx.cached_entries(chosen)
     ctx = context_for_path(entries, _settings(idx, leaf, chosen))
     ctx.positions = [chosen[i] for i in ctx.sources]
@@ -211,6 +210,11 @@ def build_context(
     ctx.selected = [chosen[i] for i in ctx.selected or ()]
     ctx.entry_ids = [idx.ids[p] for p in ctx.positions]
     return ctx
+
+
+def _select(idx: SessionIndex, leaf: int) -> list[int]:
+    chosen = _select_from_ancestry(idx, leaf) if not idx.irregular else None
+    return chosen if chosen is not None else _select_by_walk(idx, path_to(idx, leaf))
 
 
 def _opaque_entries(idx: SessionIndex, chosen: list[int]) -> list[dict[str, Any]]:

@@ -48,6 +48,7 @@ class EntryReader:
     parents: list[str | None]
     roles: list[str | None]
     flags: bytearray
+    generation: int
     cache_budget: int
     _cache: OrderedDict
     _cache_bytes: int
@@ -110,10 +111,31 @@ class EntryReader:
         for key in keys:
             cache.move_to_end(key)
             out.append(cache[key])
-        while self._cache_bytes > self.cache_budget and cache:
-            key, _ = cache.popitem(last=False)
-            self._cache_bytes -= self.lengths[~key if key < 0 else key]
+        self._evict()
         return out
+
+    def memo(self, key: tuple[Any, ...], make: Callable[[], list[Any]]) -> list[Any]:
+        """A list derived from the entries, kept in the same LRU (8 bytes an item).
+        `key` must include the index generation: a change to the file makes it stale."""
+        cache = self._cache
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+            return hit[0]
+        value = make()
+        cache[key] = (value, 8 * len(value) + 64)
+        self._cache_bytes += 8 * len(value) + 64
+        self._evict()
+        return value
+
+    def _evict(self) -> None:
+        cache = self._cache
+        while self._cache_bytes > self.cache_budget and cache:
+            key, value = cache.popitem(last=False)
+            if type(key) is int:  # an entry (~pos: its opaque form)
+                self._cache_bytes -= self.lengths[~key if key < 0 else key]
+            else:
+                self._cache_bytes -= value[1]
 
     def clear_cache(self) -> None:
         self._cache.clear()
