@@ -22,6 +22,7 @@ def rss() -> int:
 
 def measure(path: str) -> dict:
     from pi_server.llm.formats import context_result
+    from pi_server.server.wire import encode
     from pi_server.store.index import SessionIndex
     from pi_server.tree.outline import Outline, get_tree
     from pi_server.tree.paths import path_to
@@ -68,6 +69,12 @@ def measure(path: str) -> dict:
         s = time.perf_counter()
         context_result(idx, leaf10k)
         warm.append(time.perf_counter() - s)
+    # the answer's encoding to JSON bytes, as the server sends it (server/wire.py)
+    encoded = []
+    for _ in range(10):
+        s = time.perf_counter()
+        body = encode(c10).data
+        encoded.append(time.perf_counter() - s)
     return {
         "indexSeconds": t1 - t0,
         "firstTreeSeconds": t2 - t1,
@@ -85,6 +92,8 @@ def measure(path: str) -> dict:
         "leaf10kId": leaf10k,
         "context10kColdSeconds": cold10,
         "context10kWarmP50Seconds": statistics.median(warm),
+        "context10kEncodeP50Seconds": statistics.median(encoded),
+        "context10kBytes": len(body),
         "baselineRssBytes": base,
         "indexRssBytes": index_rss,
         "indexRssDeltaBytes": index_rss - base,

@@ -68,9 +68,18 @@ def _current_leaf(idx: SessionIndex, args: argparse.Namespace) -> tuple[str | No
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def _raw_json(o: Any) -> Any:
+    """A context's messages come as the file's JSON bytes (msgspec.Raw): shown parsed."""
+    import msgspec
+
+    if isinstance(o, msgspec.Raw):
+        return json.loads(bytes(o))
+    raise TypeError(f"{type(o).__name__} is not JSON")
+
+
 def _dump(obj: Any) -> None:
     # pi cuts strings in UTF-16 units, leaving lone surrogates; JSON escapes them as JS does
-    text = json.dumps(obj, ensure_ascii=False, indent=2)
+    text = json.dumps(obj, ensure_ascii=False, indent=2, default=_raw_json)
     sys.stdout.write(_LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 
 

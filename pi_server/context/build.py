@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pi_server.context.settings import last_of_each_kind, replay
+import msgspec
+
+from pi_server.context.settings import Settings, last_of_each_kind, replay, setting_positions
 from pi_server.jsutil import js_date_json
 from pi_server.store.index import SessionIndex
 from pi_server.tree.paths import path_to
@@ -63,6 +65,8 @@ def entry_message(e: dict[str, Any], *, empty_summaries: bool = False) -> dict[s
     t = e.get("type")
     if t == "message":
         m = e.get("message")
+        if type(m) is msgspec.Raw:
+            return m  # the file's own bytes, exactly the message pi holds (store/reading.py)
         if not isinstance(m, dict):
             return None
         if m.get("content") is None and m.get("role") in _NORMALIZED:
@@ -133,23 +137,35 @@ def context_entries(path: list[dict[str, Any]], compaction: dict[str, Any] | Non
     return out
 
 
-def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
-    """pi's buildSessionProjection over the entries of a path, root first."""
-    settings = replay(path)
+def context_for_path(path: list[dict[str, Any]], settings: Settings | None = None) -> SessionContext:
+    """pi's buildSessionProjection over the entries of a path, root first (`settings`: its replay,
+    when the caller already has it)."""
+    if settings is None:
+        settings = replay(path)
     selected = context_entries(path, settings.compaction)
     edits: dict[Any, int] = {}
     for i in selected:
         if path[i].get("type") == "context_edit":
             edits[path[i].get("targetId")] = i
-    messages: list[dict[str, Any]] = []
+    messages: list[Any] = []
     ids: list[str] = []
     sources: list[int] = []
     edit_of: list[int] = []
     for k, i in enumerate(selected):
         e = path[i]
-        if e.get("type") == "compaction" and k > 0:
+        t = e.get("type")
+        if t == "message" and not edits:
+            # the common case, inline: a message entry as it is (4,000 of them per context)
+            m = e.get("message")
+            if type(m) is msgspec.Raw or (type(m) is dict and m.get("content") is not None):
+                messages.append(m)
+                ids.append(e.get("id"))  # type: ignore[arg-type]
+                sources.append(i)
+                edit_of.append(-1)
+                continue
+        if t == "compaction" and k > 0:
             continue  # an older compaction inside the kept range contributes nothing
-        edit = edits.get(e.get("id"), -1)
+        edit = edits.get(e.get("id"), -1) if edits else -1
         for m in project(e, path[edit] if edit >= 0 else None):
             messages.append(m)
             ids.append(e.get("id"))  # type: ignore[arg-type]
@@ -170,26 +186,58 @@ def context_for_path(path: list[dict[str, Any]]) -> SessionContext:
 _PRODUCES = frozenset(("message", "custom_message", "branch_summary", "context_edit"))
 
 
-def build_context(idx: SessionIndex, leaf_id: str | None, *, before_first: bool = False) -> SessionContext:
+def build_context(
+    idx: SessionIndex, leaf_id: str | None, *, before_first: bool = False, opaque: bool = False
+) -> SessionContext:
     """Context for a leaf (None: the file's last entry; before_first: empty).
 
     Only the entries that can change the answer are read: the last settings
     entries, the last compaction, and the message entries after its first kept
     entry. The result is the one `context_for_path` gives for the whole path.
+    `opaque`: messages taken as they are come as `msgspec.Raw` bytes of the file
+    (parsing them is most of a cold build, and an answer only re-encodes them).
     """
     if before_first or not idx.ids:
         return SessionContext([], [], None, "off", [], [])
     leaf = idx.by_id[leaf_id] if leaf_id is not None else len(idx.ids) - 1
-    chosen = _select_from_ancestry(idx, leaf) if not idx.irregular else None
-    if chosen is None:
-        chosen = _select_by_walk(idx, path_to(idx, leaf))
-    ctx = context_for_path(idx.cached_entries(chosen))
+    # which entries a leaf's context reads only changes with the file: kept per generation
+    chosen = idx.memo(("context", leaf, idx.generation), lambda: _select(idx, leaf))
+    entries = _opaque_entries(idx, chosen) if opaque else idx.cached_entries(chosen)
+    ctx = context_for_path(entries, _settings(idx, leaf, chosen))
     ctx.positions = [chosen[i] for i in ctx.sources]
     ctx.edit_positions = [chosen[i] if i >= 0 else -1 for i in ctx.edits or ()]
     ctx.edits_in_force = {t: chosen[i] for t, i in (ctx.edits_in_force or {}).items()}
     ctx.selected = [chosen[i] for i in ctx.selected or ()]
     ctx.entry_ids = [idx.ids[p] for p in ctx.positions]
     return ctx
+
+
+def _select(idx: SessionIndex, leaf: int) -> list[int]:
+    chosen = _select_from_ancestry(idx, leaf) if not idx.irregular else None
+    return chosen if chosen is not None else _select_by_walk(idx, path_to(idx, leaf))
+
+
+def _opaque_entries(idx: SessionIndex, chosen: list[int]) -> list[dict[str, Any]]:
+    """The chosen entries with plain messages left as bytes; a context edit's target is
+    parsed (the edit rewrites its content)."""
+    entries = idx.cached_entries(chosen, opaque=True)
+    types = idx.types
+    targets = {t for p, e in zip(chosen, entries, strict=True) if types[p] == "context_edit" and type(t := e.get("targetId")) is str}
+    if targets:
+        for k, p in enumerate(chosen):
+            if idx.ids[p] in targets and type(entries[k].get("message")) is msgspec.Raw:
+                entries[k] = idx.cached_entries([p])[0]
+    return entries
+
+
+def _settings(idx: SessionIndex, leaf: int, chosen: list[int]) -> Settings:
+    """The settings replay of the chosen entries, reading only the last of each kind
+    (`chosen` holds every entry that can set one)."""
+    if idx.irregular:
+        last = sorted(chosen[i] for i in last_of_each_kind(idx, chosen) if i >= 0)
+    else:
+        last = setting_positions(idx, leaf)
+    return replay(idx.cached_entries(last))
 
 
 def _select_by_walk(idx: SessionIndex, path: list[int]) -> list[int]:
@@ -224,14 +272,15 @@ def _select_from_ancestry(idx: SessionIndex, leaf: int) -> list[int] | None:
     comp = idx.anc_compaction[leaf]
     if comp < 0:
         return None  # every message on the path counts: walk it
-    types = idx.types
+    types, parents, by_id = idx.types, idx.parents, idx.by_id
     window: list[int] = []  # compaction .. leaf, leaf first
-    cur = leaf
+    cur, limit = leaf, len(idx)
     while cur != comp:
-        if cur == -1 or len(window) > len(idx):
+        if cur == -1 or len(window) > limit:
             return None
         window.append(cur)
-        cur = _parent(idx, cur)
+        p = parents[cur]
+        cur = by_id.get(p, -1) if p is not None else -1
     window.append(comp)
     window.reverse()
     kept_pos = _first_kept(idx, comp)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from pi_server.context.build import SessionContext, build_context
 from pi_server.llm.anthropic import request_body
 from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.models import OPENAI_DEFAULT, anthropic_model
 from pi_server.llm.openai import convert_messages as openai_messages
-from pi_server.llm.tokens import estimate_tokens, estimate_total
+from pi_server.llm.tokens import estimate_raw, estimate_tokens, estimate_total
 from pi_server.llm.transcript import system_at
+from pi_server.store.decode import jdumps, no_gc
 from pi_server.store.index import SessionIndex
 
 FORMATS = ("agent", "llm", "anthropic", "openai")
@@ -26,34 +29,64 @@ def _tokens(idx: SessionIndex, ctx: SessionContext) -> int:
         return estimate_total(ctx.messages)
     cache = idx.tokens
     edits = ctx.edit_positions or [-1] * len(ctx.positions)
-    total = 0
+    keys = []
     prev, k = -1, 0
-    for pos, edit, m in zip(ctx.positions, edits, ctx.messages, strict=True):
+    for pos, edit in zip(ctx.positions, edits, strict=True):
         k = k + 1 if pos == prev else 0
         prev = pos
-        key = (pos, edit, k)
-        t = cache.get(key)
-        if t is None:
-            t = cache[key] = estimate_tokens(m)
-        total += t
-    return total
+        keys.append((pos, edit, k))
+    got = list(map(cache.get, keys))
+    if None in got:
+        for i, t in enumerate(got):
+            if t is None:
+                m = ctx.messages[i]
+                got[i] = cache[keys[i]] = estimate_raw(m) if type(m) is msgspec.Raw else estimate_tokens(m)
+    return sum(got)  # type: ignore[arg-type]
+
+
+def _raw(m: Any) -> msgspec.Raw:
+    return m if type(m) is msgspec.Raw else msgspec.Raw(jdumps(m))
+
+
+def _wire_ready(out: dict[str, Any]) -> dict[str, Any]:
+    """Every value encodable by msgspec as it is: one holding a lone surrogate (which msgspec
+    refuses) is given as JSON bytes escaping it, as JS writes it."""
+    for k, v in out.items():
+        if k != "messages" and v is not None and type(v) is not int:
+            try:
+                _encode(v)
+            except UnicodeEncodeError:
+                out[k] = msgspec.Raw(jdumps(v))
+    return out
+
+
+_encode = msgspec.json.Encoder().encode
 
 
 def context_result(
     idx: SessionIndex, leaf_id: str | None, *, before_first: bool = False, fmt: str = "agent"
 ) -> dict[str, Any]:
-    ctx = build_context(idx, leaf_id, before_first=before_first)
+    # tens of thousands of small objects, none in a cycle: collections would only rescan
+    # the index and the entry cache (superlinear in effect on large files)
+    with no_gc():
+        return _context_result(idx, leaf_id, before_first, fmt)
+
+
+def _context_result(idx: SessionIndex, leaf_id: str | None, before_first: bool, fmt: str) -> dict[str, Any]:
+    # the "agent" answer carries plain messages as the file's bytes, straight to the wire
+    ctx = build_context(idx, leaf_id, before_first=before_first, opaque=fmt == "agent")
     resolved_leaf = None if before_first else (leaf_id if leaf_id is not None else idx.last_id)
     out: dict[str, Any] = {
         "leafId": resolved_leaf,
         "model": ctx.model,
         "thinkingLevel": ctx.thinking_level,
         "tokens": _tokens(idx, ctx),
-        "system": system_at(ctx.messages),
+        # only system messages matter to it: picked once here instead of scanned twice there
+        "system": system_at([m for m in ctx.messages if type(m) is dict and m.get("role") == "system"]),
     }
     if fmt == "agent":
-        out["messages"], out["entryIds"] = ctx.messages, ctx.entry_ids
-        return out
+        out["messages"], out["entryIds"] = [_raw(m) for m in ctx.messages], ctx.entry_ids
+        return _wire_ready(out)
     llm, ids = convert_to_llm(ctx.messages, ctx.entry_ids)
     if fmt == "llm":
         out["messages"], out["entryIds"] = llm, ids

@@ -3,9 +3,51 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
+import msgspec
+import orjson
+
 from pi_server.jsutil import js_stringify, u16len
+from pi_server.store.decode import DECODE_ERRORS, loads
+
+# orjson writes what JSON.stringify writes, but for floats: `100.0` (JS: `100`) and
+# exponents (`1e+16`, JS: `10000000000000000`; orjson always signs them). A match,
+# even inside a string, takes the exact path.
+_FLOAT_FORMS = re.compile(rb"[0-9](?:\.0(?:[,\]}]|$)|[eE][-+0-9])")
+
+
+def stringify_len(value: Any) -> int:
+    """`JSON.stringify(value).length`, through orjson when its text is JS's."""
+    try:
+        b = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):  # a lone surrogate, a huge int
+        return _js_len(value)
+    if _FLOAT_FORMS.search(b):
+        return _js_len(value)
+    return _utf16_units(b)
+
+
+def _js_len(value: Any) -> int:
+    """The exact path: JSON.stringify escapes a lone surrogate as `\\udXXX` (6 units) where
+    js_stringify keeps the character (any surrogate left in a Python string is a lone one)."""
+    s = js_stringify(value)
+    return u16len(s) + 5 * len(_SURROGATE.findall(s))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _utf16_units(b: bytes) -> int:
+    """UTF-16 units of UTF-8 text: one per lead byte, two for a 4-byte sequence."""
+    if b.isascii():
+        return len(b)
+    return len(b.translate(None, _CONTINUATION)) + len(b) - len(b.translate(None, _LEAD4))
+
+
+_CONTINUATION = bytes(range(0x80, 0xC0))
+_LEAD4 = bytes(range(0xF0, 0xF8))
 
 
 def _len(v: Any) -> int:
@@ -35,7 +77,7 @@ def _system_chars(m: dict[str, Any]) -> int:
         chars += sum(_len(v) for v in sections.values())
     added = m.get("toolsAdded")
     if added:
-        chars += u16len(js_stringify(added))
+        chars += stringify_len(added)
     return chars
 
 
@@ -58,7 +100,7 @@ def estimate_tokens(m: dict[str, Any]) -> int:
             elif t == "thinking":
                 chars += _len(b.get("thinking"))
             elif t == "toolCall":
-                chars += _len(b.get("name")) + (u16len(js_stringify(b["arguments"])) if "arguments" in b else 0)
+                chars += _len(b.get("name")) + (stringify_len(b["arguments"]) if "arguments" in b else 0)
         return math.ceil(chars / 4)
     if role == "bashExecution":
         return math.ceil((_len(m.get("command")) + _len(m.get("output"))) / 4)
@@ -70,3 +112,93 @@ def estimate_tokens(m: dict[str, Any]) -> int:
 def estimate_total(messages: list[dict[str, Any]]) -> int:
     return sum(estimate_tokens(m) for m in messages)
 
+
+
+class _Block(msgspec.Struct, gc=False):
+    type: Any = None
+    text: Any = None
+    thinking: Any = None
+    name: Any = None
+    arguments: msgspec.Raw = msgspec.Raw(b"")  # empty: absent
+
+
+class _Msg(msgspec.Struct, gc=False):
+    role: Any = None
+    content: list[_Block] | str | None = None
+    command: Any = None
+    output: Any = None
+    summary: Any = None
+
+
+_msg_decoder = msgspec.json.Decoder(_Msg)
+
+
+def estimate_raw(raw: msgspec.Raw) -> int:
+    """estimate_tokens of a message given as JSON bytes, decoding only the counted fields."""
+    try:
+        m = _msg_decoder.decode(raw)
+    except DECODE_ERRORS:
+        return estimate_tokens(loads(bytes(raw)))  # blocks of other shapes: the general path
+    role, content = m.role, m.content
+    if role == "toolResult" or role == "user" or role == "custom":
+        if type(content) is str:
+            return -(-_slen(content) // 4)
+        chars = 0
+        for b in content or ():
+            t = b.type
+            if t == "text" and b.text:
+                chars += _slen(b.text)
+            elif t == "image":
+                chars += 4800
+        return -(-chars // 4)
+    if role == "assistant":
+        return -(-_assistant_chars(content) // 4) if type(content) is list else 0
+    if role == "bashExecution":
+        return math.ceil((_len(m.command) + _len(m.output)) / 4)
+    if role in ("branchSummary", "compactionSummary"):
+        return math.ceil(_len(m.summary) / 4)
+    if role == "system":
+        return estimate_tokens(loads(bytes(raw)))
+    return 0
+
+
+def _slen(v: Any) -> int:
+    """_len, inline-cheap for the common ASCII text."""
+    if type(v) is str:
+        return len(v) if v.isascii() else u16len(v)
+    return 0
+
+
+def _assistant_chars(content: list[_Block]) -> int:
+    chars = 0
+    for b in content:
+        t = b.type
+        if t == "text":
+            chars += _slen(b.text)
+        elif t == "thinking":
+            chars += _slen(b.thinking)
+        elif t == "toolCall":
+            chars += _slen(b.name)
+            if len(b.arguments):
+                chars += _raw_stringify_len(b.arguments)
+    return chars
+
+
+def _no_float(_text: str) -> Any:
+    raise ValueError("a float")
+
+
+_float_free = msgspec.json.Decoder(float_hook=_no_float)
+
+
+def _raw_stringify_len(raw: msgspec.Raw) -> int:
+    """stringify_len of JSON bytes: without a float, orjson's text is JS's (no pattern scan)."""
+    try:
+        value = _float_free.decode(raw)
+    except DECODE_ERRORS:
+        return stringify_len(loads(bytes(raw)))
+    try:
+        b = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):  # a lone surrogate; an int JS would read as a float
+        return stringify_len(loads(bytes(raw)))
+    return _utf16_units(b)

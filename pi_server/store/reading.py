@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -20,7 +21,20 @@ from pi_server.store.decode import (
     text_blocks_decoder,
     title_decoder,
 )
-from pi_server.store.records import CURRENT_VERSION
+from pi_server.store.records import CURRENT_VERSION, F_HAS_CONTENT
+
+
+class _LineHead(msgspec.Struct, gc=False):
+    type: Any = None
+    message: msgspec.Raw = msgspec.Raw(b"")
+
+
+class _MsgHead(msgspec.Struct, gc=False):
+    content: msgspec.Raw = msgspec.Raw(b"")
+
+
+_line_head = msgspec.json.Decoder(_LineHead)
+_msg_head = msgspec.json.Decoder(_MsgHead)
 
 
 class EntryReader:
@@ -32,6 +46,9 @@ class EntryReader:
     lines: Any
     ids: list[str]
     parents: list[str | None]
+    roles: list[str | None]
+    flags: bytearray
+    generation: int
     cache_budget: int
     _cache: OrderedDict
     _cache_bytes: int
@@ -44,14 +61,16 @@ class EntryReader:
         `light` reads only what titles and search look at (no tool output,
         no thinking, no arguments), which is several times faster.
         """
+        return self._each_line(positions, self._light if light else self._materialize)
+
+    def _each_line(self, positions: list[int], make: Callable[[int, bytes], Any]) -> list[Any]:
+        """`make(pos, line)` for each position, reading contiguous runs of lines in one call each."""
         if not positions:
             return []
-        out: list[dict[str, Any]] = []
         with open(self.path, "rb") as f, no_gc():
             fd = f.fileno()
             order = sorted(range(len(positions)), key=positions.__getitem__)
-            got: dict[int, dict[str, Any]] = {}
-            # Read contiguous runs of lines in one call each.
+            got: dict[int, Any] = {}
             i = 0
             while i < len(order):
                 j = i
@@ -67,36 +86,82 @@ class EntryReader:
                 for k in range(i, j + 1):
                     p = positions[order[k]]
                     o = self.offsets[p] - start
-                    raw = chunk[o : o + self.lengths[p]]
-                    got[order[k]] = self._light(p, raw) if light else self._materialize(p, raw)
+                    got[order[k]] = make(p, chunk[o : o + self.lengths[p]])
                 i = j + 1
-            out = [got[k] for k in range(len(positions))]
-        return out
+            return [got[k] for k in range(len(positions))]
 
-    def cached_entries(self, positions: list[int]) -> list[dict[str, Any]]:
+    def cached_entries(self, positions: list[int], *, opaque: bool = False) -> list[dict[str, Any]]:
         """Like read_entries, through a small LRU of parsed entries (treat them as read-only).
 
         Context builds along the same branch re-read the same entries; the cache
-        holds at most `cache_budget` bytes of source lines.
+        holds at most `cache_budget` bytes of source lines. `opaque`: message
+        entries come as `{"type", "id", "message"}` with the message left as the
+        file's own bytes (a `msgspec.Raw`) when those are exactly what pi holds
+        after loading it (see `_opaque`); the rest are parsed as usual.
         """
         cache = self._cache
-        missing = [p for p in positions if p not in cache]
+        keys = [~p for p in positions] if opaque else positions
+        missing = [p for p, key in zip(positions, keys, strict=True) if key not in cache]
         if missing:
-            for p, e in zip(missing, self.read_entries(missing), strict=True):
-                cache[p] = e
+            made = self._each_line(missing, self._opaque) if opaque else self.read_entries(missing)
+            for p, e in zip(missing, made, strict=True):
+                cache[~p if opaque else p] = e
                 self._cache_bytes += self.lengths[p]
         out = []
-        for p in positions:
-            cache.move_to_end(p)
-            out.append(cache[p])
-        while self._cache_bytes > self.cache_budget and cache:
-            p, _ = cache.popitem(last=False)
-            self._cache_bytes -= self.lengths[p]
+        for key in keys:
+            cache.move_to_end(key)
+            out.append(cache[key])
+        self._evict()
         return out
+
+    def memo(self, key: tuple[Any, ...], make: Callable[[], list[Any]]) -> list[Any]:
+        """A list derived from the entries, kept in the same LRU (8 bytes an item).
+        `key` must include the index generation: a change to the file makes it stale."""
+        cache = self._cache
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+            return hit[0]
+        value = make()
+        cache[key] = (value, 8 * len(value) + 64)
+        self._cache_bytes += 8 * len(value) + 64
+        self._evict()
+        return value
+
+    def _evict(self) -> None:
+        cache = self._cache
+        while self._cache_bytes > self.cache_budget and cache:
+            key, value = cache.popitem(last=False)
+            if type(key) is int:  # an entry (~pos: its opaque form)
+                self._cache_bytes -= self.lengths[~key if key < 0 else key]
+            else:
+                self._cache_bytes -= value[1]
 
     def clear_cache(self) -> None:
         self._cache.clear()
         self._cache_bytes = 0
+
+    def _opaque(self, pos: int, raw: bytes) -> dict[str, Any]:
+        """A message entry with its message as the file's bytes, when pi would hold exactly
+        those: a current-version file (no migration), valid UTF-8 (pi reads with replacement),
+        a message object with a string role other than "system" (contexts read those) and
+        a content that is present and not null (contexts rewrite a null one)."""
+        role = self.roles[pos]
+        if self.version >= CURRENT_VERSION and type(role) is str and role != "system" and type(self.ids[pos]) is str:
+            try:
+                head = _line_head.decode(raw)
+                msg = bytes(head.message)
+                ok = head.type == "message" and msg[:1] == b"{" and (msg.isascii() or bool(msg.decode()))
+                if ok and b"null" in msg:  # rare: look at the content itself
+                    content = _msg_head.decode(msg).content
+                    ok = len(content) > 0 and bytes(content) != b"null"
+                elif ok:
+                    ok = (self.flags[pos] & F_HAS_CONTENT) != 0
+            except DECODE_ERRORS:
+                ok = False
+            if ok:
+                return {"type": "message", "id": self.ids[pos], "message": msgspec.Raw(msg)}
+        return self._materialize(pos, raw)
 
     def read_raw(self, pos: int) -> bytes:
         """The entry's line as it is in the file (no newline)."""
