@@ -3,52 +3,35 @@
 import assert from "node:assert/strict";
 import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
-import { after, before, beforeEach, test } from "node:test";
+import { test } from "node:test";
 import * as vscode from "vscode";
-import { type Api, activate } from "../src/extension";
 import type { ContextResult } from "../src/protocol";
 import { systemMarkdown } from "../src/systemDocs";
 import type { TreeElement } from "../src/views";
-import { file, REPO, type Sandbox, sandbox, type Server, startServer, until } from "./server";
+import { activated, allRows } from "./harness";
+import { file, REPO } from "./server";
 import * as stub from "./stub/vscode";
 
-let box: Sandbox;
-let server: Server;
-let api: Api;
-const subscriptions: { dispose(): unknown }[] = [];
 const SHOP = "01a22bae";
 // sessions pi 1.6.0 wrote: system messages with prompt sections and tool declarations; context edits of its own
 const PI16 = path.join(REPO, "tests", "fixtures", "pi16");
 let agentRun: string;
 let edited: string;
 
-before(async () => {
-  box = sandbox();
+const h = activated((box) => {
   const dir = path.join(box.sessions, "--home-dev-demo-project--");
   mkdirSync(dir, { recursive: true });
   agentRun = path.join(dir, "2026-11-21T10-00-00-000Z_01a1fd8c-6900-734d-9d07-9d045896025b.jsonl");
   edited = path.join(dir, "2026-11-21T11-00-00-000Z_01a1fd90-d760-7b3f-ac90-d6b67d447efb.jsonl");
   copyFileSync(path.join(PI16, "01-agent-session.jsonl"), agentRun);
   copyFileSync(path.join(PI16, "02-context-edits.jsonl"), edited);
-  api = await activate({ subscriptions } as unknown as vscode.ExtensionContext, {
-    connect: async () => (server = await startServer(box)),
-  });
 });
-after(async () => {
-  for (const s of subscriptions) await s.dispose();
-  await until(() => server.proc.exitCode !== null || server.proc.signalCode !== null, 10_000, "the server to stop");
-  box.dispose();
-});
-beforeEach(() => stub.resetRecorded());
 
 const treeView = () => stub.treeView<TreeElement>("piSessions.tree");
 const item = (el: TreeElement): any => treeView().provider.getTreeItem(el);
-function allRows(parent?: TreeElement): TreeElement[] {
-  return treeView().provider.getChildren(parent).flatMap((el: TreeElement) => [el, ...allRows(el)]);
-}
 const rowEl = (id: string) => allRows().find((el) => el.kind === "row" && el.row.id === id)!;
 const lastLine = (f: string) => JSON.parse(readFileSync(f, "utf8").trimEnd().split("\n").at(-1)!);
-const context = (session: string) => server.request<ContextResult>("pi/buildContext", { session });
+const context = (session: string) => h.server.request<ContextResult>("pi/buildContext", { session });
 
 /** The menu items VS Code shows for a row: package.json's `when` regexes on the row's contextValue. */
 function menu(el: TreeElement): string[] {
@@ -61,7 +44,7 @@ function menu(el: TreeElement): string[] {
 }
 
 test("omit then restore a user message from its row: pi's context_edit entries, the context without it and with it again", async () => {
-  const shop = file(box, SHOP);
+  const shop = file(h.box, SHOP);
   await vscode.commands.executeCommand("piSessions.openSession", shop);
   const inContext = (await context(shop)).entryIds;
   const user = allRows().find((el) => el.kind === "row" && el.row.role === "user" && inContext.includes(el.row.id))!;
@@ -75,7 +58,7 @@ test("omit then restore a user message from its row: pi's context_edit entries, 
   assert.equal(omit.type, "context_edit");
   assert.equal(omit.targetId, id);
   assert.equal(omit.replacement, null);
-  assert.equal(api.tree.leafId, omit.id);
+  assert.equal(h.api.tree.leafId, omit.id);
   assert.ok(!(await context(shop)).entryIds.includes(id), "left out of pi's context at the new leaf");
   const omitted = rowEl(id);
   assert.match(item(omitted).description, /⊘ omitted/);
@@ -89,7 +72,7 @@ test("omit then restore a user message from its row: pi's context_edit entries, 
   const restore = lastLine(shop);
   assert.equal(restore.type, "context_edit");
   assert.equal(restore.targetId, id);
-  const { entry } = await server.request<{ entry: any }>("pi/getEntry", { session: shop, id });
+  const { entry } = await h.server.request<{ entry: any }>("pi/getEntry", { session: shop, id });
   assert.deepEqual(restore.replacement, { content: entry.message.content });
   const ctx = await context(shop);
   const at = ctx.entryIds.indexOf(id);
@@ -105,7 +88,7 @@ test("omit then restore a user message from its row: pi's context_edit entries, 
 });
 
 test("a row off the active path: no omit item, and the command shows the server's reason", async () => {
-  const shop = file(box, SHOP);
+  const shop = file(h.box, SHOP);
   await vscode.commands.executeCommand("piSessions.openSession", shop);
   const off = allRows().find((el) => el.kind === "row" && el.row.role === "assistant" && !el.row.onActivePath)!;
   assert.ok(!menu(off).includes("piSessions.omitFromContext"));
@@ -113,7 +96,7 @@ test("a row off the active path: no omit item, and the command shows the server'
   await vscode.commands.executeCommand("piSessions.omitFromContext", off);
   const err = stub.recorded.messages.find((m) => m.kind === "error");
   assert.ok(err, "an error is shown");
-  const direct = await server
+  const direct = await h.server
     .request("pi/editContext", { session: shop, targetId: off.kind === "row" && off.row.id, replacement: null })
     .then(() => "")
     .catch((e: Error) => e.message);
@@ -123,9 +106,9 @@ test("a row off the active path: no omit item, and the command shows the server'
 
 test("a session pi 1.6.0 wrote: its own replacement shows on the row, and restoring puts the original back", async () => {
   // the first branch: pi replaced a user message (a redacted secret) and omitted a custom message
-  await server.request("pi/switchBranch", { session: edited, targetId: "cb846a44" });
+  await h.server.request("pi/switchBranch", { session: edited, targetId: "cb846a44" });
   await vscode.commands.executeCommand("piSessions.openSession", edited);
-  const { edits } = await server.request<{ edits: { targetId: string; replacement: unknown }[] }>("pi/getContextEdits", { session: edited });
+  const { edits } = await h.server.request<{ edits: { targetId: string; replacement: unknown }[] }>("pi/getContextEdits", { session: edited });
   assert.deepEqual(edits.map((e) => e.targetId).sort(), ["6a142054", "940eeff8", "da38c55c", "e3045239"]);
   assert.match(item(rowEl("e3045239")).description, /⊘ omitted/);
   const replaced = rowEl("940eeff8");
@@ -134,7 +117,7 @@ test("a session pi 1.6.0 wrote: its own replacement shows on the row, and restor
     menu(replaced).filter((c) => /(From|To)Context$/.test(c)),
     ["piSessions.omitFromContext", "piSessions.restoreToContext"],
   );
-  const { entry } = await server.request<{ entry: any }>("pi/getEntry", { session: edited, id: "940eeff8" });
+  const { entry } = await h.server.request<{ entry: any }>("pi/getEntry", { session: edited, id: "940eeff8" });
   const sent = (ctx: ContextResult) => (ctx.messages[ctx.entryIds.indexOf("940eeff8")] as any).content;
   assert.equal(sent(await context(edited)), "Secret token is [redacted]; list the files.");
   await vscode.commands.executeCommand("piSessions.restoreToContext", replaced);
@@ -152,7 +135,7 @@ test("the system prompt and tools at the leaf open as a read-only markdown docum
   assert.equal(doc.language, "markdown");
   const selected = treeView().selection[0];
   assert.ok(selected?.kind === "row");
-  const ctx = await server.request<ContextResult>("pi/buildContext", { session: agentRun, leafId: selected.row.id });
+  const ctx = await h.server.request<ContextResult>("pi/buildContext", { session: agentRun, leafId: selected.row.id });
   assert.ok(ctx.system);
   assert.equal(doc.content, systemMarkdown(ctx));
   assert.ok(doc.content.includes(ctx.system.text));
@@ -161,10 +144,10 @@ test("the system prompt and tools at the leaf open as a read-only markdown docum
 });
 
 test("a file from before pi 1.6.0 has no system prompt on its path, and the document says so", async () => {
-  const shop = file(box, SHOP);
+  const shop = file(h.box, SHOP);
   await vscode.commands.executeCommand("piSessions.openSession", shop);
-  await vscode.commands.executeCommand("piSessions.showSystemPrompt", rowEl(api.tree.rows[1].id));
+  await vscode.commands.executeCommand("piSessions.showSystemPrompt", rowEl(h.api.tree.rows[1].id));
   const doc = stub.recorded.documents.at(-1)!;
   assert.match(doc.content, /No system prompt is recorded on this path/);
-  assert.match(doc.content, new RegExp(`At entry \`${api.tree.rows[1].id}\``));
+  assert.match(doc.content, new RegExp(`At entry \`${h.api.tree.rows[1].id}\``));
 });

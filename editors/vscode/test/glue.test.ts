@@ -1,33 +1,18 @@
 // The VS Code glue on a stub of the vscode API, connected to the real server.
 import assert from "node:assert/strict";
 import { appendFileSync, readFileSync } from "node:fs";
-import { after, before, beforeEach, test } from "node:test";
+import { test } from "node:test";
 import * as vscode from "vscode";
-import { type Api, activate, entryUri, parseEntryUri } from "../src/extension";
+import { entryUri, parseEntryUri } from "../src/extension";
 import { RestartPolicy } from "../src/restartPolicy";
 import { resolveServer } from "../src/serverCommand";
 import type { SessionsElement, TreeElement } from "../src/views";
-import { file, type Sandbox, sandbox, type Server, startServer, until } from "./server";
+import { activated, allRows } from "./harness";
+import { file, until } from "./server";
 import * as stub from "./stub/vscode";
 
-let box: Sandbox;
-let server: Server;
-let api: Api;
-const subscriptions: { dispose(): unknown }[] = [];
+const h = activated();
 const SHOP = "01a22bae";
-
-before(async () => {
-  box = sandbox();
-  api = await activate({ subscriptions } as unknown as vscode.ExtensionContext, {
-    connect: async () => (server = await startServer(box)),
-  });
-});
-after(async () => {
-  for (const s of subscriptions) await s.dispose();
-  await until(() => server.proc.exitCode !== null || server.proc.signalCode !== null, 10_000, "the server to stop");
-  box.dispose();
-});
-beforeEach(() => stub.resetRecorded());
 
 const sessionsView = () => stub.treeView<SessionsElement>("piSessions.sessions");
 const treeView = () => stub.treeView<TreeElement>("piSessions.tree");
@@ -35,9 +20,6 @@ const items = <T>(tv: stub.StubTreeView<T>, el?: T): T[] => tv.provider.getChild
 const item = (tv: stub.StubTreeView<any>, el: unknown): any => tv.provider.getTreeItem(el);
 const labelOf = (it: any): string => (typeof it.label === "string" ? it.label : it.label.label);
 
-function allRows(parent?: TreeElement): TreeElement[] {
-  return items(treeView(), parent).flatMap((el) => [el, ...allRows(el)]);
-}
 
 test("activation lists sessions by project and registers every contributed command", async () => {
   const pkg = JSON.parse(readFileSync(`${__dirname}/../../package.json`, "utf8"));
@@ -52,18 +34,18 @@ test("activation lists sessions by project and registers every contributed comma
 });
 
 test("clicking a session shows its tree, the leaf revealed and marked", async () => {
-  const shop = file(box, SHOP);
+  const shop = file(h.box, SHOP);
   await vscode.commands.executeCommand("piSessions.openSession", shop);
-  assert.equal(api.tree.session, shop);
+  assert.equal(h.api.tree.session, shop);
   const rows = allRows();
-  assert.equal(rows.length, api.tree.rows.length);
+  assert.equal(rows.length, h.api.tree.rows.length);
   // the leaf is a session_info entry, hidden by the default filter: the cursor goes to its nearest shown ancestor
   const lastActive = rows.filter((el) => el.kind === "row" && el.row.onActivePath).at(-1)!;
   assert.deepEqual(treeView().revealed.at(-1), lastActive);
   assert.ok(!rows.some((el) => el.kind === "row" && el.row.isLeaf));
   await vscode.commands.executeCommand("piSessions.setFilter", "all");
   const leaf = allRows().find((el) => el.kind === "row" && el.row.isLeaf)!;
-  assert.equal(leaf.kind === "row" && leaf.row.id, api.tree.leafId);
+  assert.equal(leaf.kind === "row" && leaf.row.id, h.api.tree.leafId);
   const leafItem = item(treeView(), leaf);
   assert.equal(leafItem.description, "← leaf");
   assert.equal(leafItem.iconPath.id, "circle-filled");
@@ -78,7 +60,7 @@ test("filter picker and search box", async () => {
   stub.answers.picks.push((i) => i.value === "user-only");
   await vscode.commands.executeCommand("piSessions.setFilter");
   assert.equal(stub.recorded.quickPicks.at(-1)!.items.length, 5);
-  assert.equal(api.tree.filter, "user-only");
+  assert.equal(h.api.tree.filter, "user-only");
   assert.ok(allRows().every((el) => el.kind === "row" && el.row.role === "user"));
   assert.equal(treeView().description, "orders repository refactor · user-only");
   stub.answers.inputs.push("pagination");
@@ -97,13 +79,13 @@ test("collapsing a row in the widget is pi's fold on the server", async () => {
   const foldable = allRows().find((el) => el.kind === "row" && el.row.foldable && el.row.visibleParentId !== null)!;
   assert.equal(item(treeView(), foldable).collapsibleState, stub.TreeItemCollapsibleState.Expanded);
   const under = allRows(foldable).length;
-  const total = api.tree.rows.length;
+  const total = h.api.tree.rows.length;
   treeView().collapse.fire({ element: foldable });
-  await until(() => api.tree.folded.size === 1 && api.tree.rows.length === total - under, 5000, "the fold");
-  const row = api.tree.row(foldable.kind === "row" ? foldable.row.id : "")!;
+  await until(() => h.api.tree.folded.size === 1 && h.api.tree.rows.length === total - under, 5000, "the fold");
+  const row = h.api.tree.row(foldable.kind === "row" ? foldable.row.id : "")!;
   assert.equal(item(treeView(), treeView().provider.element(row)).collapsibleState, stub.TreeItemCollapsibleState.Collapsed);
   treeView().expand.fire({ element: treeView().provider.element(row) });
-  await until(() => api.tree.folded.size === 0 && api.tree.rows.length === total, 5000, "the unfold");
+  await until(() => h.api.tree.folded.size === 0 && h.api.tree.rows.length === total, 5000, "the unfold");
 });
 
 test("set a label from the context menu; errors are shown with the server's message", async () => {
@@ -113,11 +95,11 @@ test("set a label from the context menu; errors are shown with the server's mess
   const again = allRows().find((x) => x.kind === "row" && el.kind === "row" && x.row.id === el.row.id)!;
   assert.equal(labelOf(item(treeView(), again)).startsWith("[checkpoint] "), true);
 
-  await vscode.commands.executeCommand("piSessions.openSession", `${box.sessions}/../elsewhere.jsonl`);
+  await vscode.commands.executeCommand("piSessions.openSession", `${h.box.sessions}/../elsewhere.jsonl`);
   const err = stub.recorded.messages.find((m) => m.kind === "error")!;
   assert.match(err.message, /OutsideRoots/);
   assert.doesNotMatch(err.message, /Traceback/);
-  await vscode.commands.executeCommand("piSessions.openSession", file(box, SHOP));
+  await vscode.commands.executeCommand("piSessions.openSession", file(h.box, SHOP));
 });
 
 test("continue here asks two steps and reloads the tree", async () => {
@@ -125,7 +107,7 @@ test("continue here asks two steps and reloads the tree", async () => {
   stub.answers.picks.push(0, 0); // continue here, no summary
   await vscode.commands.executeCommand("piSessions.continueHere", target);
   assert.equal(stub.recorded.quickPicks.length, 2);
-  assert.equal(target.kind === "row" && api.tree.leafId, target.kind === "row" && target.row.parentId);
+  assert.equal(target.kind === "row" && h.api.tree.leafId, target.kind === "row" && target.row.parentId);
   assert.equal(stub.recorded.clipboard, "Go with the ORM.");
   assert.equal(stub.recorded.documents.at(-1)!.content, "Go with the ORM.");
 });
@@ -144,16 +126,16 @@ test("copy context, open an entry as a read-only document", async () => {
 });
 
 test("appends by another writer update the open tree and the sessions list", async () => {
-  const shop = file(box, SHOP);
+  const shop = file(h.box, SHOP);
   const changes = treeView().changes;
   const entry = {
-    type: "message", id: "c0ffee01", parentId: api.tree.leafId, timestamp: new Date().toISOString(),
+    type: "message", id: "c0ffee01", parentId: h.api.tree.leafId, timestamp: new Date().toISOString(),
     message: { role: "user", content: [{ type: "text", text: "And a changelog entry." }], timestamp: Date.now() },
   };
   appendFileSync(shop, `${JSON.stringify(entry)}\n`);
-  await until(() => api.tree.row("c0ffee01") !== undefined, 10_000, "the live row");
+  await until(() => h.api.tree.row("c0ffee01") !== undefined, 10_000, "the live row");
   assert.ok(treeView().changes > changes);
-  await until(() => api.sessions.find(shop)!.leafId === "c0ffee01", 10_000, "the sessions list to follow");
+  await until(() => h.api.sessions.find(shop)!.leafId === "c0ffee01", 10_000, "the sessions list to follow");
 });
 
 test("summaries show progress; searching sessions filters the list", async () => {
@@ -186,7 +168,7 @@ test("server command: setting, then PATH, then python -m pi_server", () => {
   });
   assert.equal(resolveServer({}, "/venv/bin/python", "/nonexistent").command, "/venv/bin/python");
   assert.deepEqual(resolveServer({ stateDir: "/st" }, "/venv/bin/python", "/nonexistent").args, ["-m", "pi_server", "--state-dir", "/st"]);
-  const bin = `${box.root}/bin`;
+  const bin = `${h.box.root}/bin`;
   require("node:fs").mkdirSync(bin);
   require("node:fs").writeFileSync(`${bin}/pi-server`, "#!/bin/sh\n", { mode: 0o755 });
   assert.deepEqual(resolveServer({}, "/venv/bin/python", bin), { command: `${bin}/pi-server`, args: [], how: "path" });
@@ -202,19 +184,19 @@ test("continue here: the selection follows the new leaf", async () => {
   await vscode.commands.executeCommand("piSessions.continueHere", target);
   const selected = treeView().selection[0];
   assert.equal(selected?.kind === "row" && selected.row.id, target.kind === "row" && target.row.id);
-  assert.equal(api.tree.leafId, target.kind === "row" && target.row.id);
+  assert.equal(h.api.tree.leafId, target.kind === "row" && target.row.id);
 });
 
 test("after Set Label the leaf is a hidden label entry: the row it resolves to keeps the marker, whatever the label's length", async () => {
   // a session whose last entry ends a turn, so the label is written at once
-  const notes = box.files.find((f) => f !== file(box, SHOP) && readFileSync(f, "utf8").includes('"cwd":"/home/demo/notes"'))!;
+  const notes = h.box.files.find((f) => f !== file(h.box, SHOP) && readFileSync(f, "utf8").includes('"cwd":"/home/demo/notes"'))!;
   await vscode.commands.executeCommand("piSessions.openSession", notes);
   const leafBefore = rowItems().filter(({ it }) => it.description === "← leaf");
   assert.equal(leafBefore.length, 1);
   const el = leafBefore[0].el;
   stub.answers.inputs.push("a very long label that someone typed to explain at length why this point in the session matters");
   await vscode.commands.executeCommand("piSessions.setLabel", el);
-  assert.ok(api.tree.leafId && !api.tree.row(api.tree.leafId), "the leaf (the label entry) is hidden by the default filter");
+  assert.ok(h.api.tree.leafId && !h.api.tree.row(h.api.tree.leafId), "the leaf (the label entry) is hidden by the default filter");
   const marked = rowItems().filter(({ it }) => it.description === "← leaf");
   assert.deepEqual(marked.map(({ el: m }) => m.kind === "row" && m.row.id), [el.kind === "row" && el.row.id]);
   assert.ok(labelOf(marked[0].it).length <= 26, `the label leaves room for the marker: ${labelOf(marked[0].it)}`);
@@ -222,20 +204,20 @@ test("after Set Label the leaf is a hidden label entry: the row it resolves to k
 });
 
 test("the title bar's Open Chat opens the chat at the leaf, whatever row is selected; a row's Open Chat asks first", async () => {
-  const leaf = api.tree.leafId;
+  const leaf = h.api.tree.leafId;
   const other = allRows().find((el) => el.kind === "row" && el.row.role === "user")!;
   assert.ok(other.kind === "row" && other.row.id !== leaf);
   treeView().selection = [other];
   await vscode.commands.executeCommand("piSessions.openChat");
-  assert.equal(api.tree.leafId, leaf, "the title bar's Open Chat did not move the leaf");
+  assert.equal(h.api.tree.leafId, leaf, "the title bar's Open Chat did not move the leaf");
   assert.equal(stub.recorded.quickPicks.length, 0);
   stub.answers.picks.push((i) => i.value === false); // keep the leaf
   await vscode.commands.executeCommand("piSessions.openChat", other);
   assert.equal(stub.recorded.quickPicks.length, 1);
-  assert.equal(api.tree.leafId, leaf);
+  assert.equal(h.api.tree.leafId, leaf);
   stub.answers.picks.push(undefined); // dismissed: nothing happens
   await vscode.commands.executeCommand("piSessions.openChat", other);
-  assert.equal(api.tree.leafId, leaf);
+  assert.equal(h.api.tree.leafId, leaf);
   assert.equal(stub.recorded.messages.filter((m) => m.kind === "error").length, 0);
 });
 
@@ -249,6 +231,6 @@ test("every Tree filter and a search get fresh item ids, so the widget draws row
     ids.add(first());
   }
   const before = rowItems()[0].it.id;
-  await api.tree.reload(); // a live reload keeps ids (and the selection)
+  await h.api.tree.reload(); // a live reload keeps ids (and the selection)
   assert.equal(rowItems()[0].it.id, before);
 });

@@ -1,38 +1,19 @@
 // The branch's tokens and cost: pi/getSessionStats of the real server, shown in the status bar while a tree is
 // open and said by Show Branch Stats; on a stub of the vscode API.
 import assert from "node:assert/strict";
-import { after, before, beforeEach, test } from "node:test";
+import { test } from "node:test";
 import * as vscode from "vscode";
-import { type Api, activate } from "../src/extension";
 import { compactNumber, type SessionStats, type Stats, statsLine, statsMessage } from "../src/stats";
 import type { TreeElement } from "../src/views";
-import { file, type Sandbox, sandbox, type Server, startServer, until } from "./server";
+import { activated, allRows } from "./harness";
+import { file } from "./server";
 import * as stub from "./stub/vscode";
 
-let box: Sandbox;
-let server: Server;
-let api: Api;
-const subscriptions: { dispose(): unknown }[] = [];
+const h = activated();
 const SHOP = "01a22bae";
 
-before(async () => {
-  box = sandbox();
-  api = await activate({ subscriptions } as unknown as vscode.ExtensionContext, {
-    connect: async () => (server = await startServer(box)),
-  });
-});
-after(async () => {
-  for (const s of subscriptions) await s.dispose();
-  await until(() => server.proc.exitCode !== null || server.proc.signalCode !== null, 10_000, "the server to stop");
-  box.dispose();
-});
-beforeEach(() => stub.resetRecorded());
-
 const item = () => stub.statusItems.get("piSessions.stats")!;
-const stats = (session: string) => server.request<SessionStats>("pi/getSessionStats", { session });
-function allRows(parent?: TreeElement): TreeElement[] {
-  return stub.treeView<TreeElement>("piSessions.tree").provider.getChildren(parent).flatMap((el: TreeElement) => [el, ...allRows(el)]);
-}
+const stats = (session: string) => h.server.request<SessionStats>("pi/getSessionStats", { session });
 
 test("numbers read short: tokens in k and M, cost in dollars, the context share when known", () => {
   assert.deepEqual([950, 1234, 12_345, 2_500_000].map(compactNumber), ["950", "1.2k", "12k", "2.5M"]);
@@ -48,7 +29,7 @@ test("numbers read short: tokens in k and M, cost in dollars, the context share 
 });
 
 test("with a session's tree open, the status bar shows its branch's tokens and cost; Show Branch Stats says branch and file", async () => {
-  const shop = file(box, SHOP);
+  const shop = file(h.box, SHOP);
   assert.ok(!item().visible, "no tree, no stats");
   await vscode.commands.executeCommand("piSessions.openSession", shop);
   const s = await stats(shop);
@@ -65,7 +46,7 @@ test("with a session's tree open, the status bar shows its branch's tokens and c
 });
 
 test("after a switch to another branch the status bar shows that branch's numbers", async () => {
-  const shop = file(box, SHOP);
+  const shop = file(h.box, SHOP);
   await vscode.commands.executeCommand("piSessions.openSession", shop);
   const before = item().text;
   const target = allRows().find((el) => el.kind === "row" && el.row.role === "assistant" && !el.row.onActivePath)!;
