@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable
 from typing import Any, BinaryIO
 
 import orjson
@@ -232,8 +231,8 @@ class LeanServer(Host):
     def initialize(self, msg: dict[str, Any], body: bytes) -> None:
         """Options and registry here; the reply went out before pygls (quickstart), or comes
         from pygls now (a client set-up not seen before), which records it for next time."""
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-        assert isinstance(params, dict)
+        params = msg.get("params")
+        params = params if isinstance(params, dict) else {}
         caps = params.get("capabilities")
         self.client_caps = caps if isinstance(caps, dict) else {}
         self.init_body = body
@@ -298,11 +297,10 @@ class LeanServer(Host):
 def serve_stdio(options: ServerOptions, early: Early, out: BinaryIO, fd: int = 0) -> None:
     """Serve one client on stdio until `exit` or the end of its stream."""
     server = LeanServer(options, early, out)
-    stop: Callable[[], None] = server.stop.set
     try:
         asyncio.run(server.run(fd))
     except KeyboardInterrupt:
         pass
     finally:
-        stop()
+        server.stop.set()
         server.worker.shutdown(wait=False, cancel_futures=True)
