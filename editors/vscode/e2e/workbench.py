@@ -127,6 +127,10 @@ class Workbench:
             self.page.mouse.wheel(0, 300)
             time.sleep(0.2)
             stable = stable + 1 if len(seen) == before else 0
+        # the pointer left resting on a row would open that row's hover, which then covers
+        # the row below it for the next click: it rests on the empty editor area instead
+        view = self.page.viewport_size or {"width": 1500, "height": 1000}
+        self.page.mouse.move(view["width"] * 0.6, view["height"] * 0.5)
         return [seen[i] for i in sorted(seen)]
 
     def row(self, title: str, label: str | re.Pattern[str]) -> Locator:
