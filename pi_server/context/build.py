@@ -147,30 +147,21 @@ def context_for_path(path: list[dict[str, Any]], settings: Settings | None = Non
     for i in selected:
         if path[i].get("type") == "context_edit":
             edits[path[i].get("targetId")] = i
-    messages: list[Any] = []
-    ids: list[str] = []
-    sources: list[int] = []
-    edit_of: list[int] = []
-    for k, i in enumerate(selected):
-        e = path[i]
-        t = e.get("type")
-        if t == "message" and not edits:
-            # the common case, inline: a message entry as it is (4,000 of them per context)
-            m = e.get("message")
-            if type(m) is msgspec.Raw or (type(m) is dict and m.get("content") is not None):
+    if not edits:
+        messages, ids, sources = _plain(path, selected)
+        edit_of = [-1] * len(messages)
+    else:
+        messages, ids, sources, edit_of = [], [], [], []
+        for k, i in enumerate(selected):
+            e = path[i]
+            if e.get("type") == "compaction" and k > 0:
+                continue  # an older compaction inside the kept range contributes nothing
+            edit = edits.get(e.get("id"), -1)
+            for m in project(e, path[edit] if edit >= 0 else None):
                 messages.append(m)
                 ids.append(e.get("id"))  # type: ignore[arg-type]
                 sources.append(i)
-                edit_of.append(-1)
-                continue
-        if t == "compaction" and k > 0:
-            continue  # an older compaction inside the kept range contributes nothing
-        edit = edits.get(e.get("id"), -1) if edits else -1
-        for m in project(e, path[edit] if edit >= 0 else None):
-            messages.append(m)
-            ids.append(e.get("id"))  # type: ignore[arg-type]
-            sources.append(i)
-            edit_of.append(edit)
+                edit_of.append(edit)
     return SessionContext(
         messages,
         ids,
@@ -181,6 +172,48 @@ def context_for_path(path: list[dict[str, Any]], settings: Settings | None = Non
         edits_in_force=edits,
         selected=selected,
     )
+
+
+def _plain(path: list[dict[str, Any]], selected: list[int]) -> tuple[list[Any], list[Any], list[int]]:
+    """The projection when no context edit is in force: a message entry as it is (thousands
+    per context, so that case is inlined), everything else through `project`."""
+    messages: list[Any] = []
+    ids: list[Any] = []
+    sources: list[int] = []
+    if selected and path[selected[0]].get("type") == "compaction":
+        e = path[selected[0]]
+        for m in project(e, None):
+            messages.append(m)
+            ids.append(e.get("id"))
+            sources.append(selected[0])
+        selected = selected[1:]
+    # an opaque message (file bytes) is always a plain message entry's, taken as it is: runs of
+    # them are copied in bulk, the few other entries go through the general rule
+    msgs = [path[i].get("message") for i in selected]
+    entry_ids = [path[i].get("id") for i in selected]
+    raw = msgspec.Raw
+    others = [k for k, m in enumerate(msgs) if type(m) is not raw]
+    start = 0
+    for k in [*others, len(selected)]:
+        messages += msgs[start:k]
+        ids += entry_ids[start:k]
+        sources += selected[start:k]
+        start = k + 1
+        if k == len(selected):
+            break
+        e, m = path[selected[k]], msgs[k]
+        t = e.get("type")
+        if t == "message" and type(m) is dict and m.get("content") is not None:
+            produced = [m]
+        elif t == "compaction":  # an older compaction inside the kept range contributes nothing
+            continue
+        else:
+            produced = project(e, None)
+        for pm in produced:
+            messages.append(pm)
+            ids.append(entry_ids[k])
+            sources.append(selected[k])
+    return messages, ids, sources
 
 
 _PRODUCES = frozenset(("message", "custom_message", "branch_summary", "context_edit"))
@@ -222,6 +255,8 @@ def _opaque_entries(idx: SessionIndex, chosen: list[int]) -> list[dict[str, Any]
     parsed (the edit rewrites its content)."""
     entries = idx.cached_entries(chosen, opaque=True)
     types = idx.types
+    if "context_edit" not in map(types.__getitem__, chosen):
+        return entries
     targets = {t for p, e in zip(chosen, entries, strict=True) if types[p] == "context_edit" and type(t := e.get("targetId")) is str}
     if targets:
         for k, p in enumerate(chosen):

@@ -23,18 +23,23 @@ def _tokens(idx: SessionIndex, ctx: SessionContext) -> int:
     """estimateTokens summed; each message's estimate computed once per index.
 
     A message is keyed by its entry, the context edit applied to it and its place
-    among the entry's messages (a compaction gives two).
+    among the entry's messages (a compaction gives two); by its entry's position
+    alone when it is its entry's only message and unedited.
     """
     if ctx.positions is None:
         return estimate_total(ctx.messages)
     cache = idx.tokens
-    edits = ctx.edit_positions or [-1] * len(ctx.positions)
-    keys = []
-    prev, k = -1, 0
-    for pos, edit in zip(ctx.positions, edits, strict=True):
-        k = k + 1 if pos == prev else 0
-        prev = pos
-        keys.append((pos, edit, k))
+    keys: list[Any]
+    if not ctx.edits_in_force and len(set(ctx.positions)) == len(ctx.positions):
+        keys = ctx.positions  # the common case: one message per entry, none edited
+    else:
+        edits = ctx.edit_positions or [-1] * len(ctx.positions)
+        keys = []
+        prev, k = -1, 0
+        for pos, edit in zip(ctx.positions, edits, strict=True):
+            k = k + 1 if pos == prev else 0
+            prev = pos
+            keys.append(pos if edit < 0 and k == 0 else (pos, edit, k))
     got = list(map(cache.get, keys))
     if None in got:
         for i, t in enumerate(got):
@@ -42,10 +47,6 @@ def _tokens(idx: SessionIndex, ctx: SessionContext) -> int:
                 m = ctx.messages[i]
                 got[i] = cache[keys[i]] = estimate_raw(m) if type(m) is msgspec.Raw else estimate_tokens(m)
     return sum(got)  # type: ignore[arg-type]
-
-
-def _raw(m: Any) -> msgspec.Raw:
-    return m if type(m) is msgspec.Raw else msgspec.Raw(jdumps(m))
 
 
 def _wire_ready(out: dict[str, Any]) -> dict[str, Any]:
@@ -85,7 +86,9 @@ def _context_result(idx: SessionIndex, leaf_id: str | None, before_first: bool, 
         "system": system_at([m for m in ctx.messages if type(m) is dict and m.get("role") == "system"]),
     }
     if fmt == "agent":
-        out["messages"], out["entryIds"] = [_raw(m) for m in ctx.messages], ctx.entry_ids
+        raw = msgspec.Raw
+        out["messages"] = [m if type(m) is raw else raw(jdumps(m)) for m in ctx.messages]
+        out["entryIds"] = ctx.entry_ids
         return _wire_ready(out)
     llm, ids = convert_to_llm(ctx.messages, ctx.entry_ids)
     if fmt == "llm":

@@ -82,7 +82,7 @@ class SessionIndex(EntryReader, BatchIndexer):
     last_activity_ms: float | None = None
     name: str | None = None
     cache_budget: int = 24 << 20
-    tokens: dict[tuple[int, int, int], int] = field(default_factory=dict)  # estimateTokens per (entry, edit, k)
+    tokens: dict[Any, int] = field(default_factory=dict)  # estimateTokens per entry, or per (entry, edit, k)
     _cache: OrderedDict = field(default_factory=OrderedDict)
     _cache_bytes: int = 0
     # read position

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -107,10 +107,9 @@ class EntryReader:
             for p, e in zip(missing, made, strict=True):
                 cache[~p if opaque else p] = e
                 self._cache_bytes += self.lengths[p]
-        out = []
-        for key in keys:
-            cache.move_to_end(key)
-            out.append(cache[key])
+        # both loops in C: a warm context looks up ten thousand entries
+        deque(map(cache.move_to_end, keys), maxlen=0)
+        out = list(map(cache.__getitem__, keys))
         self._evict()
         return out
 
