@@ -210,3 +210,22 @@ def test_a_worker_spinning_on_a_file_is_stopped_by_its_cpu_time(tmp_path: Path, 
         assert got == {0: True}
     finally:
         slot.stop()
+
+
+@pytest.mark.parametrize("flush_ms", [0, 60_000])
+def test_a_worker_batches_its_answers_into_frames(tmp_path: Path, flush_ms: int) -> None:
+    """Each frame wakes the server's threads: answers wait `flushMs` for others (0: none)."""
+    files = _files(tmp_path, 5)
+    req = {"op": "search", "tokens": ["orders"], "state": str(tmp_path / "state"), "roots": [str(tmp_path / "s")]}
+    slot = pool.Slot("test")
+    try:
+        slot.start()
+        slot._send({**req, "flushMs": flush_ms, "items": files})
+        frames = []
+        while sum(map(len, frames)) < len(files):
+            frames.append(slot._read_frame(files[0]))
+        assert [i for frame in frames for i, _ in frame] == list(range(5))
+        assert all(hit is True for frame in frames for _, hit in frame)
+        assert len(frames) == (5 if flush_ms == 0 else 1)  # the last answer sends what waits
+    finally:
+        slot.stop()

@@ -32,6 +32,8 @@ FAILED = "failed"  # the answer for a file its worker died or hung on
 BASE_TIMEOUT_S = 10.0  # a file's deadline: this, plus a second per 10 MB
 BYTES_PER_S = 10_000_000
 WALL_FACTOR = 6  # a worker that gets no CPU at all (blocked) is given up after this times its budget
+FLUSH_MS = 20  # a worker's answers wait this long for others, to go in one frame: each frame wakes
+# this process's threads, which share the interpreter lock with its requests
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -106,11 +108,11 @@ class Slot:
             fresh = self.proc is None or self.proc.poll() is not None
             try:
                 self.start()
-                self._send({**req, "items": [items[i] for i in pending]})
+                self._send({**req, "flushMs": FLUSH_MS, "items": [items[i] for i in pending]})
                 while got < len(pending):
-                    _, value = self._read_frame(_deadline(items[pending[got]]))
-                    on_result(pending[got], value)
-                    got += 1
+                    for j, value in self._read_frame(items[pending[got]]):
+                        on_result(pending[j], value)
+                        got = j + 1
                 pending = []
             except (WorkerLost, OSError, ValueError, msgspec.DecodeError) as e:
                 if self.closed:  # exiting: what is left is not answered
@@ -132,27 +134,21 @@ class Slot:
         self.proc.stdin.write(len(body).to_bytes(4, "big") + body)
         self.proc.stdin.flush()
 
-    def _read_frame(self, limit: float) -> Any:
-        """The next answer; WorkerLost once the worker spent `limit` seconds of CPU on the item
-        without answering (a loop), or WALL_FACTOR times that in wall time (blocked). CPU time,
-        not wall time, first: on a loaded machine a worker may wait long for a core."""
+    def _read_frame(self, path: str) -> list[list[Any]]:
+        """The next answers (`[[i, answer], ...]`); WorkerLost once the worker stayed silent on
+        `path` past its deadline (`Quiet`)."""
         assert self.proc is not None
-        budget = (time.monotonic(), _cpu_seconds(self.proc.pid), limit)
-        head = self._read_exact(4, budget)
-        return msgspec.msgpack.decode(self._read_exact(int.from_bytes(head, "big"), budget))
+        quiet = Quiet(self.proc.pid, path)
+        head = self._read_exact(4, quiet)
+        return msgspec.msgpack.decode(self._read_exact(int.from_bytes(head, "big"), quiet))
 
-    def _read_exact(self, n: int, budget: tuple[float, float | None, float]) -> bytes:
+    def _read_exact(self, n: int, quiet: Quiet) -> bytes:
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
-        wall0, cpu0, limit = budget
         while len(self.buf) < n:
-            ready, _, _ = select.select([fd], [], [], min(1.0, limit))
+            ready, _, _ = select.select([fd], [], [], min(1.0, quiet.limit))
             if not ready:
-                cpu = _cpu_seconds(self.proc.pid)
-                if cpu is not None and cpu0 is not None and cpu - cpu0 > limit:
-                    raise WorkerLost(f"{cpu - cpu0:.0f} s of CPU without an answer")
-                if time.monotonic() - wall0 > WALL_FACTOR * limit:
-                    raise WorkerLost(f"no answer in {time.monotonic() - wall0:.0f} s")
+                quiet.check()
                 continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
@@ -161,6 +157,23 @@ class Slot:
         out = bytes(self.buf[:n])
         del self.buf[:n]
         return out
+
+
+class Quiet:
+    """How long a worker may stay silent on a file: `_deadline(path)` seconds of CPU (a loop),
+    or WALL_FACTOR times that in wall time (blocked). CPU time, not wall time, first: on a
+    loaded machine a worker may wait long for a core."""
+
+    def __init__(self, pid: int, path: str) -> None:
+        self.pid = pid
+        self.wall0, self.cpu0, self.limit = time.monotonic(), _cpu_seconds(pid), _deadline(path)
+
+    def check(self) -> None:
+        cpu = _cpu_seconds(self.pid)
+        if cpu is not None and self.cpu0 is not None and cpu - self.cpu0 > self.limit:
+            raise WorkerLost(f"{cpu - self.cpu0:.0f} s of CPU without an answer")
+        if time.monotonic() - self.wall0 > WALL_FACTOR * self.limit:
+            raise WorkerLost(f"no answer in {time.monotonic() - self.wall0:.0f} s")
 
 
 def _cpu_seconds(pid: int) -> float | None:

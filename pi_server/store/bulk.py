@@ -5,8 +5,9 @@ files, saved to the index cache for the server to load.
 A worker reads session files and writes nothing but index cache entries (each an
 atomic rename, the format of store/cache.py): sessions, leaf pointers and queues are
 written by the server alone. Requests and answers are msgpack frames (a 4-byte
-length, then the body) on stdin and stdout; each item's answer goes out as soon as it
-is known, so the server knows which file a worker was on if it dies or hangs.
+length, then the body) on stdin and stdout. Answers go out a few at a time, none held
+back longer than a few milliseconds, so the server knows which file a worker was on if
+it dies or hangs.
 """
 
 from __future__ import annotations
@@ -115,6 +116,66 @@ def _watch_parent(parent: int) -> None:
     os._exit(0)
 
 
+FLUSH_BEFORE_BYTES = 4 << 20  # a file this large may hold the interpreter lock a while
+
+
+class Answers:
+    """Answers batched into frames (`[[i, answer], ...]`), each of which wakes the server's
+    threads (they share an interpreter lock with its requests). None waits longer than
+    `flush_s`, even while the next file is slow: a thread sends what is done, so when a
+    worker dies or hangs, every answer before the file it was on has reached the server."""
+
+    def __init__(self, out: BinaryIO, flush_s: float) -> None:
+        self.out, self.flush_s = out, flush_s
+        self.done: list[list[Any]] = []
+        self.since = 0.0
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+
+    def add(self, i: int, answer: Any, last: bool) -> None:
+        with self.lock:
+            if not self.done:
+                self.since = time.monotonic()
+            self.done.append([i, answer])
+            if last or self.flush_s <= 0:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.done:
+            write_frame(self.out, self.done)
+            self.done = []
+
+    def keep_flushing(self) -> None:
+        while not self.finished.wait(self.flush_s / 2):
+            with self.lock:
+                if self.done and time.monotonic() - self.since >= self.flush_s:
+                    self.flush()
+
+
+def answer_batch(worker: Worker, req: dict[str, Any], out: BinaryIO) -> None:
+    """Answer each item of a request; `flushMs` is how long an answer may wait for others
+    (0: each goes on its own)."""
+    answers = Answers(out, req.get("flushMs", 0) / 1000)
+    if answers.flush_s > 0:
+        threading.Thread(target=answers.keep_flushing, daemon=True).start()
+    items = req["items"]
+    try:
+        for i, item in enumerate(items):
+            if _size(item) >= FLUSH_BEFORE_BYTES:  # a long read may hold the lock the flusher needs
+                with answers.lock:
+                    answers.flush()
+            answers.add(i, worker.run(req, item), i == len(items) - 1)
+    finally:
+        answers.finished.set()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):
+        return 0
+
+
 def main() -> None:
     try:
         os.nice(10)  # the server's requests go first on a busy machine
@@ -129,8 +190,7 @@ def main() -> None:
         if req is None:
             return
         worker.dirs = {}
-        for i, item in enumerate(req["items"]):
-            write_frame(stdout, [i, worker.run(req, item)])
+        answer_batch(worker, req, stdout)
 
 
 if __name__ == "__main__":
