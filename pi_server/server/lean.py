@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from pi_server.server import errors, rpc, wire
+from pi_server.server import errors, memory, rpc, wire
 from pi_server.server.host import Host, ServerOptions
 from pi_server.server.methods import agent, edits, sessions, stats, summaries, writes  # noqa: F401  (register pi/*)
 from pi_server.server.quickstart import Early
@@ -91,11 +91,12 @@ class LeanServer(Host):
 
     # ------------------------------------------------------------------ wire
 
-    def write(self, data: bytes) -> None:
+    def write(self, *parts: bytes) -> None:
         """One whole message (or pygls's, already framed), from any thread."""
         with self.write_lock:
             try:
-                self.out.write(data)
+                for data in parts:
+                    self.out.write(data)
                 self.out.flush()
             except (BrokenPipeError, ValueError, OSError):
                 log.warning("the client is gone")
@@ -224,7 +225,8 @@ class LeanServer(Host):
             log.exception("internal error in %s", msg["method"])
             self.send_error(msg_id, errors.Internal(f"internal error: {type(e).__name__}").error())
         else:
-            self.write(wire.frame(msg_id, result))
+            self.write(*wire.frame_parts(msg_id, result))
+            memory.after_answer(len(result.data))
         finally:
             self.inflight.pop(msg_id, None)
 

@@ -42,11 +42,18 @@ def encode(result: Any) -> Encoded:
 
 def frame(msg_id: Any, result: Encoded, include_headers: bool = True) -> bytes:
     """The whole response message: header (Content-Length in bytes) and body."""
-    body = b'{"id":' + _encode(msg_id) + b',"jsonrpc":"2.0","result":' + result.data + b"}"
-    if not include_headers:
-        return body
-    head = b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" % len(body)
-    return head + body
+    return b"".join(frame_parts(msg_id, result, include_headers))
+
+
+def frame_parts(msg_id: Any, result: Encoded, include_headers: bool = True) -> list[bytes]:
+    """The response message in pieces, the answer's bytes among them as they are (a context
+    answer can be tens of megabytes: joining would copy it twice)."""
+    start = b'{"id":' + _encode(msg_id) + b',"jsonrpc":"2.0","result":'
+    parts = [start, result.data, b"}"]
+    if include_headers:
+        size = len(start) + len(result.data) + 1
+        parts.insert(0, b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" % size)
+    return parts
 
 
 class EncodedResults:
