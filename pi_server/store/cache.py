@@ -14,14 +14,14 @@ import hashlib
 import os
 from array import array
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from pi_server.store.index import SessionIndex
-from pi_server.store.records import Diagnostic, Header
-from pi_server.store.scan import open_regular
 from pi_server.store.state import atomic_write
+
+if TYPE_CHECKING:  # imported where used: a listing from the listing cache needs no index
+    from pi_server.store.index import SessionIndex
 
 FORMAT = 4  # 2: entry line numbers; 3: a fingerprint of the indexed prefix; 4: 32-bit arrays
 _ARRAYS = ("offsets", "lengths", "lines", "anc_model", "anc_thinking", "anc_compaction")
@@ -107,6 +107,10 @@ class IndexCache:
             return None
         if fp["size"] == old["size"] and fp["mtime_ns"] != old["mtime_ns"]:
             return None  # same size, touched: maybe rewritten in place
+        from pi_server.store.index import SessionIndex
+        from pi_server.store.records import Diagnostic, Header
+        from pi_server.store.scan import open_regular
+
         fd = open_regular(path)
         try:
             if os.pread(fd, len(rec["header_bytes"]), 0) != rec["header_bytes"]:
