@@ -54,6 +54,7 @@ class IndexCache:
         self.dir = Path(state_root) / "index"
         self.listing_path = Path(state_root) / "listing.msgpack"
         self._listing: dict[str, Any] | None = None
+        self._listing_dirty = False  # changed since read or written: a save writes it
 
     def _file(self, path: str) -> Path:
         return self.dir / (hashlib.sha256(path.encode()).hexdigest()[:32] + ".msgpack")
@@ -155,22 +156,39 @@ class IndexCache:
         return self._listing
 
     def cached_info(self, path: str, fp: dict[str, int]) -> dict[str, Any] | None:
+        """The SessionInfo kept for the file as it is now (same fingerprint), else None. What
+        another writer (or a torn write) left that is not one is ignored: the file is described again."""
         rec = self.listing().get(path)
-        if isinstance(rec, dict) and rec.get("fingerprint") == fp:
-            return rec.get("info")
-        return None
+        if not isinstance(rec, dict) or rec.get("fingerprint") != fp:
+            return None
+        info = rec.get("info")
+        if not isinstance(info, dict) or info.get("session") != path or not isinstance(info.get("modified"), str):
+            return None
+        if not isinstance(info.get("entryCount"), int) or not isinstance(info.get("_size"), int):
+            return None
+        return info
 
     def remember_info(self, path: str, fp: dict[str, int], info: dict[str, Any]) -> None:
-        self.listing()[path] = {"fingerprint": fp, "info": info}
+        listing = self.listing()
+        rec = {"fingerprint": fp, "info": info}
+        if listing.get(path) != rec:
+            listing[path] = rec
+            self._listing_dirty = True
 
     def save_listing(self, keep: set[str] | None = None) -> None:
+        """Write the listing file (temp file + rename: servers sharing the state dir never read
+        half of one) when it changed: files described since, or gone (not in `keep`)."""
         sessions = self.listing()
         if keep is not None:
             for path in [p for p in sessions if p not in keep]:
                 del sessions[path]
+                self._listing_dirty = True
+        if not self._listing_dirty:
+            return
         try:
             atomic_write(
                 self.listing_path, msgspec.msgpack.encode({"format": FORMAT, "sessions": sessions}), durable=False
             )
+            self._listing_dirty = False
         except (OSError, msgspec.EncodeError):
             pass
