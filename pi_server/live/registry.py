@@ -136,13 +136,13 @@ class Registry:
         fp = self._vet(path, link)
         return fp is not None and self._from_listing_cache(path, fp) is None
 
-    def _vet(self, path: str, link: bool | None = None) -> dict[str, int] | None:
+    def _vet(self, path: str, link: bool | None = None, entry: os.DirEntry[str] | None = None) -> dict[str, int] | None:
         """The fingerprint of a file that may be listed: within the roots (symlinks resolved),
         there, and not left out until it changes; None otherwise. `link` False: a file that is
         no symlink, found by walking the roots (which follows no symlinked folder), so within them."""
         if link is not False and not is_within(path, self.roots, self._dirs, link):
             return None
-        fp = fingerprint(path)
+        fp = fingerprint(path, entry)
         if fp is None or self.skipped.get(path) == fp:
             return None
         return fp
@@ -168,8 +168,9 @@ class Registry:
         missing: list[str] = []
         self._dirs, self._leaves = {}, self.state.leaves()
         t0 = time.monotonic()
-        for path, link in iter_session_entries(self.roots):
-            fp = self._vet(path, link)
+        for entry in iter_session_entries(self.roots):
+            path = entry.path
+            fp = self._vet(path, entry.is_symlink(), entry)
             info = None
             if fp is not None and path not in self.sessions and path not in self.evicted:
                 info = self._from_listing_cache(path, fp)
@@ -277,12 +278,12 @@ class Registry:
         described: dict[str, dict[str, Any] | None] = {}
         self._dirs, self._leaves = {}, self.state.leaves()
         t0 = time.monotonic()
-        walked = iter_session_entries(self.roots) if paths is None else ((p, None) for p in paths)
-        for path, link in walked:
-            if paths is not None:
-                fp = self._vet(path, False)  # `paths`: found within the roots by a worker
+        walked = iter_session_entries(self.roots) if paths is None else paths
+        for found in walked:
+            if isinstance(found, str):
+                path, fp = found, self._vet(found, False)  # `paths`: found within the roots by a worker
             else:
-                fp = self._vet(path, link)
+                path, fp = found.path, self._vet(found.path, found.is_symlink(), found)
             described[path] = None if fp is None else self._describe(path, query, fp=fp)
             if time.monotonic() - t0 > STEP_S:
                 yield

@@ -41,9 +41,10 @@ _PLAIN = (
 _PRIVATE = ("_line_no", "_ordinal", "_pending", "_skipping", "_tail_hash")
 
 
-def fingerprint(path: str) -> dict[str, int] | None:
+def fingerprint(path: str, entry: os.DirEntry[str] | None = None) -> dict[str, int] | None:
+    """Size, mtime and inode of the file (symlinks followed); `entry`: its folder's entry for it."""
     try:
-        st = os.stat(path)
+        st = os.stat(path) if entry is None else entry.stat()
     except OSError:
         return None
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino}

@@ -48,15 +48,15 @@ def iter_session_files(roots: list[str]) -> Iterator[str]:
                     yield os.path.join(dirpath, name)
 
 
-def iter_session_entries(roots: list[str]) -> Iterator[tuple[str, bool]]:
-    """`iter_session_files`, in the same order, with whether each file is a symlink (known
-    from the folder's listing, so a listing need not ask the file system per file)."""
+def iter_session_entries(roots: list[str]) -> Iterator[os.DirEntry[str]]:
+    """`iter_session_files`, in the same order, as the folders' entries: whether a file is a
+    symlink is known from its folder's listing, and its stat is one call relative to the folder."""
     for root in roots:
         if os.path.isdir(root):
             yield from _walk(root)
 
 
-def _walk(folder: str) -> Iterator[tuple[str, bool]]:
+def _walk(folder: str) -> Iterator[os.DirEntry[str]]:
     # as os.walk (top down, symlinked folders not followed) with the sorting of iter_session_files
     try:
         with os.scandir(folder) as it:
@@ -73,7 +73,7 @@ def _walk(folder: str) -> Iterator[tuple[str, bool]]:
             if not e.name.startswith(".") and not e.is_symlink():
                 subdirs.append(e.path)
         elif e.name.endswith(".jsonl"):
-            yield e.path, e.is_symlink()
+            yield e
     for sub in subdirs:
         yield from _walk(sub)
 
