@@ -5,6 +5,7 @@ corrupt or foreign cache file is rebuilt, never trusted, even with two servers s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from lsp_client import server
 
 from pi_server.live.registry import Registry
 from pi_server.store.discovery import list_sessions
@@ -169,3 +171,26 @@ def test_two_servers_sharing_the_state_dir(tmp_path: Path) -> None:
         assert listing(other)[0] == fresh(root)
     for reg in (a, b, restart(root, state)):
         assert listing(reg)[0] == fresh(root)
+
+
+async def test_two_server_processes_on_one_state_dir(tmp_path: Path) -> None:
+    root, state = warmed(tmp_path)
+    files = sorted(root.rglob("*.jsonl"))
+    args = ("--sessions-dir", str(root), "--state-dir", str(state))
+
+    async def listed(c: Any) -> list[dict]:
+        return (await c.call("pi/listSessions", {}))["sessions"]
+
+    async with server(*args) as a, server(*args) as b:
+        assert await listed(a) == await listed(b) == fresh(root)
+        append_message(files[0], "while two servers run")
+        files[1].unlink()
+        shutil.copyfile(files[2], files[2].parent / "2026-12-02T00-00-00-000Z_copy.jsonl")
+        first, second = await asyncio.gather(listed(a), listed(b))
+        assert first == second == fresh(root)
+    # both wrote the listing cache at their shutdown, at the same time: a third server trusts
+    # what it can read of it and answers as a fresh listing
+    data = msgspec.msgpack.decode((state / "listing.msgpack").read_bytes())
+    assert set(data["sessions"]) == {str(f) for f in root.rglob("*.jsonl")}
+    async with server(*args) as c:
+        assert await listed(c) == fresh(root)
