@@ -26,7 +26,6 @@ from pi_server.store.discovery import (
     matches,
     session_info,
 )
-from pi_server.store.records import NotASession
 from pi_server.store.state import StateDir
 
 if TYPE_CHECKING:  # the rest is imported where used: a listing from the cache needs none of it
@@ -78,7 +77,7 @@ class Registry:
             return live
         if not os.path.isfile(path):
             raise SessionNotFound(f"no session file {session}")
-        from pi_server.store.index import SessionIndex
+        from pi_server.store.index import NotASession, SessionIndex
         idx = self.building.pop(path, None)  # half indexed in the background: finish it now
         from_cache = False
         if idx is None:
@@ -106,6 +105,7 @@ class Registry:
             return True
         if not is_within(path, self.roots):  # a symlink out of the roots: never read it
             return True
+        from pi_server.store.records import NotASession
         idx = self.building.get(path)
         if idx is None:
             cached = self.cache.load(path)
@@ -307,7 +307,7 @@ class Registry:
                 if fp is None:
                     return None
             return self._describe_one(path, query, fp, info)
-        except (SessionNotFound, OutsideRoots, NotASession, OSError, ValueError):
+        except (SessionNotFound, OutsideRoots, OSError, ValueError):
             return None
         except Exception:
             log.exception("listing skipped %s", path)
@@ -322,6 +322,8 @@ class Registry:
         if live is None and not query and info is None:
             info = self.cache.cached_info(path, fp)
         if info is None:
+            from pi_server.store.records import NotASession  # here: a listing from the cache reads no file
+
             try:
                 live = self.get(path)
                 if live.index.size != fp["size"] or live.index.partial_tail:
@@ -358,6 +360,7 @@ class Registry:
     def refresh(self, path: str) -> Refreshed | None:
         """Re-read a file that changed. Appended entries move the leaf (as pi's reload would)."""
         from pi_server.live.session import Refreshed
+        from pi_server.store.records import NotASession
 
         live = self.sessions.get(path)
         if live is None:
