@@ -171,13 +171,15 @@ class Registry:
         for entry in iter_session_entries(self.roots):
             path = entry.path
             fp = self._vet(path, entry.is_symlink(), entry)
-            info = None
-            if fp is not None and path not in self.sessions and path not in self.evicted:
+            if fp is None:
+                described[path] = None
+            elif path in self.sessions or path in self.evicted:
+                described[path] = self._describe(path, None, fp=fp)
+            else:
                 info = self._from_listing_cache(path, fp)
+                described[path] = None if info is None else self._with_leaf(path, info, None)
                 if info is None:
                     missing.append(path)
-                    fp = None
-            described[path] = None if fp is None else self._describe(path, None, fp=fp, info=info)
             if time.monotonic() - t0 > STEP_S:
                 yield
                 t0 = time.monotonic()
@@ -295,31 +297,27 @@ class Registry:
             self.roots, cwd=cwd, query=query, limit=limit, describe=lambda p, q: described[p], paths=list(described)
         )
 
-    def _describe(
-        self, path: str, query: str | None, fp: dict[str, int] | None = None, info: dict[str, Any] | None = None
-    ) -> dict[str, Any] | None:
+    def _describe(self, path: str, query: str | None, fp: dict[str, int] | None = None) -> dict[str, Any] | None:
         """One file's SessionInfo (None: skip it); a file that fails is skipped, never the listing.
-        `fp`: the file's fingerprint, already vetted by the caller (`_vet`); `info`: the listing
-        cache's SessionInfo for it."""
+        `fp`: the file's fingerprint, already vetted by the caller (`_vet`)."""
         try:
             if fp is None:
                 fp = self._vet(path)
                 if fp is None:
                     return None
-            return self._describe_one(path, query, fp, info)
+            return self._describe_one(path, query, fp)
         except (SessionNotFound, OutsideRoots, OSError, ValueError):
             return None
         except Exception:
             log.exception("listing skipped %s", path)
             return None
 
-    def _describe_one(
-        self, path: str, query: str | None, fp: dict[str, int], info: dict[str, Any] | None
-    ) -> dict[str, Any] | None:
+    def _describe_one(self, path: str, query: str | None, fp: dict[str, int]) -> dict[str, Any] | None:
         """One file's SessionInfo (None: skip it), with the leaf the server keeps for it. A file
         not served is read only through `get`, which checks the roots again."""
         live = self.sessions.get(path)
-        if live is None and not query and info is None:
+        info = None
+        if live is None and not query:
             info = self.cache.cached_info(path, fp)
         if info is None:
             from pi_server.store.records import NotASession  # here: a listing from the cache reads no file
@@ -336,14 +334,20 @@ class Registry:
             self.cache.remember_info(path, fp, {**info, "_size": live.index.size})
             if query and not matches(live.index, query):
                 return None
-        info = dict(info)
-        size = info.pop("_size", None)
-        saved = self._saved_leaf(path)
+        return self._with_leaf(path, info, live)
+
+    def _with_leaf(self, path: str, info: dict[str, Any], live: LiveSession | None) -> dict[str, Any]:
+        """The SessionInfo to answer: the leaf the server keeps for the file (a served session's,
+        else a pointer set while the file had this size), the cache's own fields left out."""
+        out = dict(info)
+        size = out.pop("_size", None)
         if live is not None:
-            info["leafId"] = live.leaf_id
-        elif saved is not None and saved.get("size") == size:
-            info["leafId"] = saved["leafId"]
-        return info
+            out["leafId"] = live.leaf_id
+        else:
+            saved = self._saved_leaf(path)
+            if saved is not None and saved.get("size") == size:
+                out["leafId"] = saved["leafId"]
+        return out
 
     def _saved_leaf(self, path: str) -> dict[str, Any] | None:
         """The leaf pointer kept for a file (during a listing, from the one read of them)."""

@@ -187,6 +187,17 @@ class Host:
 
         background.start(self)
 
+    def start_watching(self) -> None:
+        """`start_background` without the indexing (see `start_indexing`)."""
+        from pi_server.server import background
+
+        background.start_watching(self)
+
+    def start_indexing(self) -> None:
+        from pi_server.server import background
+
+        background.start_indexing(self)
+
     async def shutdown_core(self) -> None:
         """`shutdown`: stop the background work and save every changed index."""
         self.stop.set()

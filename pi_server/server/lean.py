@@ -34,8 +34,9 @@ HANDLERS: dict[str, rpc.Handler] = {}
 # notifications with nothing to do unless pygls already serves documents
 QUIET = frozenset({"$/setTrace", "$/logTrace", "workspace/didChangeConfiguration"})
 CHUNK = 1 << 20
-# background work (indexing, the watcher) starts after the first answer, or this long after
-# `initialized` without one: its imports and first passes would otherwise delay that answer
+# the watcher starts at `initialized` (a change from then on is seen); indexing starts after the
+# first answer, or this long after `initialized` without one: its first pass over the store
+# would otherwise delay that answer
 BACKGROUND_AFTER_S = 0.25
 
 
@@ -189,6 +190,7 @@ class LeanServer(Host):
             self.initialize(msg, body)
         elif method == "initialized":
             if self.registry is not None and self.authorized and self.initialized_body is None:
+                self.start_watching()
                 self.background_due = True
                 self.loop.call_later(BACKGROUND_AFTER_S, self.begin_background)
             self.initialized_body = body  # a pygls loaded later is given it after `initialize`
@@ -245,10 +247,10 @@ class LeanServer(Host):
             self.begin_background()
 
     def begin_background(self) -> None:
-        """Start the background work once (see BACKGROUND_AFTER_S)."""
+        """Start the background indexing once (see BACKGROUND_AFTER_S)."""
         if self.background_due and not self.shutting_down:
             self.background_due = False
-            self.start_background()
+            self.start_indexing()
 
     def initialize(self, msg: dict[str, Any], body: bytes) -> None:
         """Options and registry here; the reply went out before pygls (quickstart), or comes
