@@ -14,21 +14,26 @@ import time
 from collections import OrderedDict
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pi_server.live import navigate, queue
-from pi_server.live import ops as oplib
-from pi_server.live.appends import SessionAppender
-from pi_server.live.busy import pi_turn_running
 from pi_server.live.errors import OutsideRoots, SessionNotFound
-from pi_server.live.queue import Written
-from pi_server.live.session import LiveSession, Refreshed
 from pi_server.store.cache import IndexCache, fingerprint
-from pi_server.store.discovery import is_within, iter_session_files, list_sessions, matches, session_info
-from pi_server.store.index import NotASession, SessionIndex
+from pi_server.store.discovery import (
+    is_within,
+    iter_session_entries,
+    iter_session_files,
+    list_sessions,
+    matches,
+    session_info,
+)
 from pi_server.store.state import StateDir
-from pi_server.store.writer import new_session_file, refuse_samples
-from pi_server.tree.outline import Outline
+
+if TYPE_CHECKING:  # the rest is imported where used: a listing from the cache needs none of it
+    from pi_server.live import ops as oplib
+    from pi_server.live.appends import SessionAppender
+    from pi_server.live.queue import Written
+    from pi_server.live.session import LiveSession, Refreshed
+    from pi_server.store.index import SessionIndex
 
 log = logging.getLogger("pi_server")
 STEP_S = 0.01  # longest run of a stepped call before other requests get the worker
@@ -48,6 +53,7 @@ class Registry:
     # left out of listings until they change: path -> fingerprint (not a session, or killed a worker)
     skipped: dict[str, dict[str, int]] = field(default_factory=dict)
     _dirs: dict[str, str] = field(default_factory=dict)  # folders' real paths during one listing
+    _leaves: dict[str, Any] | None = None  # the leaf pointers on disk, read once per listing
 
     def __post_init__(self) -> None:
         if self.cache is None:
@@ -71,6 +77,7 @@ class Registry:
             return live
         if not os.path.isfile(path):
             raise SessionNotFound(f"no session file {session}")
+        from pi_server.store.index import NotASession, SessionIndex
         idx = self.building.pop(path, None)  # half indexed in the background: finish it now
         from_cache = False
         if idx is None:
@@ -98,12 +105,15 @@ class Registry:
             return True
         if not is_within(path, self.roots):  # a symlink out of the roots: never read it
             return True
+        from pi_server.store.records import NotASession
         idx = self.building.get(path)
         if idx is None:
             cached = self.cache.load(path)
             if cached is not None:
                 self._adopt(path, cached, True)
                 return True
+            from pi_server.store.index import SessionIndex
+
             idx = self.building[path] = SessionIndex(path)
         try:
             idx.refresh(max_bytes=budget)
@@ -117,19 +127,33 @@ class Registry:
             self._adopt(path, idx, False)
         return True
 
-    def never_indexed(self, path: str) -> bool:
+    def never_indexed(self, path: str, link: bool | None = None) -> bool:
         """A file neither served nor described by the listing cache. One the cache describes is
-        known from now on (as a dropped index the cache reloads), so its changes are followed."""
-        if path in self.sessions or path in self.evicted or not is_within(path, self.roots, self._dirs):
+        known from now on (as a dropped index the cache reloads), so its changes are followed.
+        `link`: whether the file is a symlink, when the caller knows (None: looked up)."""
+        if path in self.sessions or path in self.evicted:
             return False
-        fp = fingerprint(path)
+        fp = self._vet(path, link)
+        return fp is not None and self._from_listing_cache(path, fp) is None
+
+    def _vet(self, path: str, link: bool | None = None, entry: os.DirEntry[str] | None = None) -> dict[str, int] | None:
+        """The fingerprint of a file that may be listed: within the roots (symlinks resolved),
+        there, and not left out until it changes; None otherwise. `link` False: a file that is
+        no symlink, found by walking the roots (which follows no symlinked folder), so within them."""
+        if link is not False and not is_within(path, self.roots, self._dirs, link):
+            return None
+        fp = fingerprint(path, entry)
         if fp is None or self.skipped.get(path) == fp:
-            return False
+            return None
+        return fp
+
+    def _from_listing_cache(self, path: str, fp: dict[str, int]) -> dict[str, Any] | None:
+        """The listing cache's SessionInfo for the file as it is now; the file is known from then on."""
         info = self.cache.cached_info(path, fp)
-        if info is not None and isinstance(info.get("entryCount"), int):
-            self.evicted[path] = info["entryCount"]
-            return False
-        return True
+        if info is None or not isinstance(info.get("entryCount"), int):
+            return None
+        self.evicted[path] = info["entryCount"]
+        return info
 
     def to_index(self, paths: list[str]) -> list[str]:
         """Of `paths`, the files never indexed (`never_indexed`)."""
@@ -138,20 +162,28 @@ class Registry:
 
     def list_known_steps(self, cwd: str | None) -> Generator[None, None, tuple[list[dict], list[str]]]:
         """`list_steps` without a search and without the files never indexed: the listing, and
-        those files (for worker processes to index)."""
+        those files (for worker processes to index). Each file is looked at once: one stat, and
+        its SessionInfo from the index it has in memory or from the listing cache."""
         described: dict[str, dict[str, Any] | None] = {}
         missing: list[str] = []
-        self._dirs = {}
+        self._dirs, self._leaves = {}, self.state.leaves()
         t0 = time.monotonic()
-        for path in iter_session_files(self.roots):
-            if self.never_indexed(path):
-                missing.append(path)
+        for entry in iter_session_entries(self.roots):
+            path = entry.path
+            fp = self._vet(path, entry.is_symlink(), entry)
+            if fp is None:
                 described[path] = None
+            elif path in self.sessions or path in self.evicted:
+                described[path] = self._describe(path, None, fp=fp)
             else:
-                described[path] = self._describe(path, None)
+                info = self._from_listing_cache(path, fp)
+                described[path] = None if info is None else self._with_leaf(path, info, None)
+                if info is None:
+                    missing.append(path)
             if time.monotonic() - t0 > STEP_S:
                 yield
                 t0 = time.monotonic()
+        self._leaves = None
         listed = list_sessions(self.roots, cwd=cwd, describe=lambda p, q: described[p], paths=list(described))
         return listed, missing
 
@@ -169,6 +201,9 @@ class Registry:
                 self.evicted[path] = facts["entries"]
 
     def _adopt(self, path: str, idx: SessionIndex, from_cache: bool) -> LiveSession:
+        from pi_server.live.session import LiveSession
+        from pi_server.tree.outline import Outline
+
         live = LiveSession(idx, Outline(idx), idx.last_id, from_cache=from_cache)
         saved = self.state.leaf(path)
         if saved is not None and saved.get("size") == idx.size:
@@ -212,6 +247,8 @@ class Registry:
         self.cache.save_listing(keep=set(self.all_files()))
 
     def entry_pos(self, live: LiveSession, entry_id: str) -> int:
+        from pi_server.live import navigate
+
         return navigate.entry_pos(live, entry_id)
 
     def list(self, cwd: str | None = None, query: str | None = None, limit: int | None = None) -> list[dict]:
@@ -241,43 +278,50 @@ class Registry:
         searched listing of a large store never holds the worker for long. `paths`: only
         these files (those a search in the worker processes matched, checked to be within the roots)."""
         described: dict[str, dict[str, Any] | None] = {}
-        self._dirs = {}
+        self._dirs, self._leaves = {}, self.state.leaves()
         t0 = time.monotonic()
-        for path in iter_session_files(self.roots) if paths is None else paths:
-            described[path] = self._describe(path, query, vetted=paths is not None)
+        walked = iter_session_entries(self.roots) if paths is None else paths
+        for found in walked:
+            if isinstance(found, str):
+                path, fp = found, self._vet(found, False)  # `paths`: found within the roots by a worker
+            else:
+                path, fp = found.path, self._vet(found.path, found.is_symlink(), found)
+            described[path] = None if fp is None else self._describe(path, query, fp=fp)
             if time.monotonic() - t0 > STEP_S:
                 yield
                 t0 = time.monotonic()
+        self._leaves = None
 
         # the files just walked, not a second walk: the last step stays short
         return list_sessions(
             self.roots, cwd=cwd, query=query, limit=limit, describe=lambda p, q: described[p], paths=list(described)
         )
 
-    def _describe(self, path: str, query: str | None, vetted: bool = False) -> dict[str, Any] | None:
-        """One file's SessionInfo (None: skip it); a file that fails is skipped, never the listing."""
+    def _describe(self, path: str, query: str | None, fp: dict[str, int] | None = None) -> dict[str, Any] | None:
+        """One file's SessionInfo (None: skip it); a file that fails is skipped, never the listing.
+        `fp`: the file's fingerprint, already vetted by the caller (`_vet`)."""
         try:
-            return self._describe_one(path, query, vetted)
-        except (SessionNotFound, OutsideRoots, NotASession, OSError, ValueError):
+            if fp is None:
+                fp = self._vet(path)
+                if fp is None:
+                    return None
+            return self._describe_one(path, query, fp)
+        except (SessionNotFound, OutsideRoots, OSError, ValueError):
             return None
         except Exception:
             log.exception("listing skipped %s", path)
             return None
 
-    def _describe_one(self, path: str, query: str | None, vetted: bool = False) -> dict[str, Any] | None:
-        """One file's SessionInfo (None: skip it), with the leaf the server keeps for it."""
-        # `vetted`: just found within the roots by a worker; a file not served is read only
-        # through `get`, which checks again
-        if not vetted and not is_within(path, self.roots, self._dirs):
-            return None
-        fp = fingerprint(path)
-        if fp is None or self.skipped.get(path) == fp:
-            return None
+    def _describe_one(self, path: str, query: str | None, fp: dict[str, int]) -> dict[str, Any] | None:
+        """One file's SessionInfo (None: skip it), with the leaf the server keeps for it. A file
+        not served is read only through `get`, which checks the roots again."""
         live = self.sessions.get(path)
         info = None
         if live is None and not query:
             info = self.cache.cached_info(path, fp)
         if info is None:
+            from pi_server.store.records import NotASession  # here: a listing from the cache reads no file
+
             try:
                 live = self.get(path)
                 if live.index.size != fp["size"] or live.index.partial_tail:
@@ -290,14 +334,27 @@ class Registry:
             self.cache.remember_info(path, fp, {**info, "_size": live.index.size})
             if query and not matches(live.index, query):
                 return None
-        size = info.get("_size")
-        info = {k: v for k, v in info.items() if k != "_size"}
-        saved = self.state.leaf(path)
+        return self._with_leaf(path, info, live)
+
+    def _with_leaf(self, path: str, info: dict[str, Any], live: LiveSession | None) -> dict[str, Any]:
+        """The SessionInfo to answer: the leaf the server keeps for the file (a served session's,
+        else a pointer set while the file had this size), the cache's own fields left out."""
+        out = dict(info)
+        size = out.pop("_size", None)
         if live is not None:
-            info["leafId"] = live.leaf_id
-        elif saved is not None and saved.get("size") == size:
-            info["leafId"] = saved["leafId"]
-        return info
+            out["leafId"] = live.leaf_id
+        else:
+            saved = self._saved_leaf(path)
+            if saved is not None and saved.get("size") == size:
+                out["leafId"] = saved["leafId"]
+        return out
+
+    def _saved_leaf(self, path: str) -> dict[str, Any] | None:
+        """The leaf pointer kept for a file (during a listing, from the one read of them)."""
+        if self._leaves is None:
+            return self.state.leaf(path)
+        v = self._leaves.get(path)
+        return v if isinstance(v, dict) and "leafId" in v else None
 
     def all_files(self) -> list[str]:
         return list(iter_session_files(self.roots))
@@ -306,6 +363,9 @@ class Registry:
 
     def refresh(self, path: str) -> Refreshed | None:
         """Re-read a file that changed. Appended entries move the leaf (as pi's reload would)."""
+        from pi_server.live.session import Refreshed
+        from pi_server.store.records import NotASession
+
         live = self.sessions.get(path)
         if live is None:
             if path not in self.evicted:
@@ -345,10 +405,15 @@ class Registry:
 
     def busy(self, live: LiveSession, now: float | None = None) -> bool:
         """A turn is in progress: ours, or pi's (the last entry waits for the model or a tool)."""
+        from pi_server.live.busy import pi_turn_running
+
         return live.path in self.turns or pi_turn_running(live, self.busy_timeout, now)
 
     def write(self, live: LiveSession, ops: list[oplib.Op]) -> Written:
         """Apply now, or queue when the session is busy."""
+        from pi_server.live import queue
+        from pi_server.store.writer import refuse_samples
+
         refuse_samples(live.path)
         return queue.write(self.state, live, ops, self.busy(live))
 
@@ -356,16 +421,24 @@ class Registry:
         """Flush the pending queue in order when the turn is over (or timed out)."""
         if not self.state.pending(live.path) or (self.busy(live) and not force):
             return []
+        from pi_server.live import queue
+
         return queue.flush(self.state, live)
 
     def appender(self, live: LiveSession) -> SessionAppender:
         """Appends of the server's own turn: children of the leaf, written now."""
+        from pi_server.live.appends import SessionAppender
+        from pi_server.store.writer import refuse_samples
+
         refuse_samples(live.path)
         return SessionAppender(live, self.state)
 
     def switch(
         self, live: LiveSession, target: str | None, label: str | None, persist: bool, summary: dict | None = None
     ) -> tuple[dict[str, Any], Written]:
+        from pi_server.live import navigate
+        from pi_server.store.writer import refuse_samples
+
         if label is not None or persist or summary is not None:
             refuse_samples(live.path)
         return navigate.switch(
@@ -373,12 +446,17 @@ class Registry:
         )
 
     def fork(self, live: LiveSession, leaf_id: str) -> str:
+        from pi_server.live import navigate
+        from pi_server.store.writer import refuse_samples
+
         refuse_samples(live.path)
         return navigate.fork(live, leaf_id)
 
     def new_session(self, cwd: str, entries: list[dict[str, Any]] | None = None) -> str:
         """pi's SessionManager.create layout: <root>/--<cwd>--/<timestamp>_<uuid>.jsonl: the header
         and the first entries, written at once."""
+        from pi_server.store.writer import new_session_file, refuse_samples
+
         rest = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
         safe = "--" + rest.replace("/", "-").replace("\\", "-").replace(":", "-") + "--"
         directory = os.path.join(self.roots[0], safe)

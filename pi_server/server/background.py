@@ -24,7 +24,16 @@ STEP_MS = 2
 
 def start(ls: PiServer) -> None:
     """Indexing, watching and queue flushing, once a client is initialized."""
+    start_indexing(ls)
+    start_watching(ls)
+
+
+def start_indexing(ls: PiServer) -> None:
     ls.tasks.append(asyncio.ensure_future(initial_index(ls)))
+
+
+def start_watching(ls: PiServer) -> None:
+    """The watcher and the queue flushing (changes made from now on are seen)."""
     if ls.options.watch:
         ls.tasks.append(asyncio.ensure_future(watch_roots(ls)))
         ls.tasks.append(asyncio.ensure_future(pending_timer(ls)))

@@ -16,7 +16,6 @@ import asyncio
 import hmac
 import logging
 import sys
-import uuid
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +27,6 @@ from pi_server.server.options import Options, resolve
 from pi_server.server.worker import BACKGROUND, REQUEST, CoreWorker
 from pi_server.store.discovery import resolve_roots
 from pi_server.store.state import StateDir
-from pi_server.store.writer import WriteFailed as CoreWriteFailed
 
 log = logging.getLogger("pi_server")
 
@@ -78,6 +76,8 @@ class Host:
         """Start work-done progress if the client takes it; the token (None: no progress)."""
         if not self.supports_progress():
             return None
+        import uuid  # here: its import is a good part of a listing's first answer
+
         token = str(uuid.uuid4())
         try:
             await self.request("window/workDoneProgress/create", {"token": token})
@@ -129,13 +129,16 @@ class Host:
             raise errors.OutsideRoots(str(e)) from None
         except live_errors.Refused as e:
             raise errors.InvalidParams(str(e)) from None
-        except CoreWriteFailed as e:
-            raise errors.WriteFailed(str(e)) from None
         except OSError as e:
             raise errors.WriteFailed(f"{e.strerror or e}") from None
         except errors.PiError:
             raise
         except Exception as e:  # never a traceback to the client
+            # imported here: the writer imports the whole index, which a listing does not need
+            from pi_server.store.writer import WriteFailed as CoreWriteFailed
+
+            if isinstance(e, CoreWriteFailed):
+                raise errors.WriteFailed(str(e)) from None
             log.exception("internal error")
             raise errors.Internal(f"internal error: {type(e).__name__}") from None
 
@@ -183,6 +186,17 @@ class Host:
         from pi_server.server import background  # it starts the watcher: loaded when used
 
         background.start(self)
+
+    def start_watching(self) -> None:
+        """`start_background` without the indexing (see `start_indexing`)."""
+        from pi_server.server import background
+
+        background.start_watching(self)
+
+    def start_indexing(self) -> None:
+        from pi_server.server import background
+
+        background.start_indexing(self)
 
     async def shutdown_core(self) -> None:
         """`shutdown`: stop the background work and save every changed index."""

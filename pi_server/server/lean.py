@@ -23,17 +23,21 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from pi_server.server import errors, memory, rpc, wire
+from pi_server.server import errors, memory, methods, rpc, wire
 from pi_server.server.host import Host, ServerOptions
-from pi_server.server.methods import agent, edits, sessions, stats, summaries, writes  # noqa: F401  (register pi/*)
 from pi_server.server.quickstart import Early
 
 log = logging.getLogger("pi_server")
 
-HANDLERS = rpc.guarded_methods()
+# filled as requests arrive: a method's module is imported on its first request (methods.MODULES)
+HANDLERS: dict[str, rpc.Handler] = {}
 # notifications with nothing to do unless pygls already serves documents
 QUIET = frozenset({"$/setTrace", "$/logTrace", "workspace/didChangeConfiguration"})
 CHUNK = 1 << 20
+# the watcher starts at `initialized` (a change from then on is seen); indexing starts after the
+# first answer, or this long after `initialized` without one: its first pass over the store
+# would otherwise delay that answer
+BACKGROUND_AFTER_S = 0.25
 
 
 class ClientError(Exception):
@@ -68,6 +72,16 @@ def loads(body: bytes) -> Any:
         return json.loads(body)  # lone surrogates (\ud83d), which orjson refuses and JSON.parse keeps
 
 
+def handler(method: str) -> rpc.Handler:
+    """The handler of a `pi/*` method, its module imported on the first request for it."""
+    found = HANDLERS.get(method)
+    if found is None:
+        methods.load(method)
+        HANDLERS.update(rpc.guarded_methods())
+        found = HANDLERS[method]
+    return found
+
+
 class LeanServer(Host):
     """One stdio client: reads frames, serves `pi/*` itself, hands the rest to pygls."""
 
@@ -88,6 +102,7 @@ class LeanServer(Host):
         self.loading: asyncio.Task | None = None
         self.backlog: list[bytes] = []
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.background_due = False
 
     # ------------------------------------------------------------------ wire
 
@@ -165,7 +180,7 @@ class LeanServer(Host):
         method = msg.get("method")
         if not isinstance(method, str):
             self.response(msg, body)
-        elif method in HANDLERS:
+        elif method in HANDLERS or method in methods.MODULES:
             if "id" in msg and not self.shutting_down:
                 self.inflight[msg["id"]] = asyncio.ensure_future(self.serve(msg))
         else:
@@ -176,7 +191,9 @@ class LeanServer(Host):
             self.initialize(msg, body)
         elif method == "initialized":
             if self.registry is not None and self.authorized and self.initialized_body is None:
-                self.start_background()
+                self.start_watching()
+                self.background_due = True
+                self.loop.call_later(BACKGROUND_AFTER_S, self.begin_background)
             self.initialized_body = body  # a pygls loaded later is given it after `initialize`
             if self.delegate is not None:
                 self.to_delegate(body)
@@ -216,7 +233,7 @@ class LeanServer(Host):
     async def serve(self, msg: dict[str, Any]) -> None:
         msg_id = msg["id"]
         try:
-            result = await HANDLERS[msg["method"]](self, msg.get("params"))
+            result = await handler(msg["method"])(self, msg.get("params"))
         except errors.PiError as e:
             self.send_error(msg_id, e.error())
         except asyncio.CancelledError:
@@ -229,6 +246,13 @@ class LeanServer(Host):
             memory.after_answer(len(result.data))
         finally:
             self.inflight.pop(msg_id, None)
+            self.begin_background()
+
+    def begin_background(self) -> None:
+        """Start the background indexing once (see BACKGROUND_AFTER_S)."""
+        if self.background_due and not self.shutting_down:
+            self.background_due = False
+            self.start_indexing()
 
     def initialize(self, msg: dict[str, Any], body: bytes) -> None:
         """Options and registry here; the reply went out before pygls (quickstart), or comes

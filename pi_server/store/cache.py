@@ -14,14 +14,14 @@ import hashlib
 import os
 from array import array
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from pi_server.store.index import SessionIndex
-from pi_server.store.records import Diagnostic, Header
-from pi_server.store.scan import open_regular
 from pi_server.store.state import atomic_write
+
+if TYPE_CHECKING:  # imported where used: a listing from the listing cache needs no index
+    from pi_server.store.index import SessionIndex
 
 FORMAT = 4  # 2: entry line numbers; 3: a fingerprint of the indexed prefix; 4: 32-bit arrays
 _ARRAYS = ("offsets", "lengths", "lines", "anc_model", "anc_thinking", "anc_compaction")
@@ -41,9 +41,10 @@ _PLAIN = (
 _PRIVATE = ("_line_no", "_ordinal", "_pending", "_skipping", "_tail_hash")
 
 
-def fingerprint(path: str) -> dict[str, int] | None:
+def fingerprint(path: str, entry: os.DirEntry[str] | None = None) -> dict[str, int] | None:
+    """Size, mtime and inode of the file (symlinks followed); `entry`: its folder's entry for it."""
     try:
-        st = os.stat(path)
+        st = os.stat(path) if entry is None else entry.stat()
     except OSError:
         return None
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino}
@@ -54,6 +55,7 @@ class IndexCache:
         self.dir = Path(state_root) / "index"
         self.listing_path = Path(state_root) / "listing.msgpack"
         self._listing: dict[str, Any] | None = None
+        self._listing_dirty = False  # changed since read or written: a save writes it
 
     def _file(self, path: str) -> Path:
         return self.dir / (hashlib.sha256(path.encode()).hexdigest()[:32] + ".msgpack")
@@ -107,6 +109,10 @@ class IndexCache:
             return None
         if fp["size"] == old["size"] and fp["mtime_ns"] != old["mtime_ns"]:
             return None  # same size, touched: maybe rewritten in place
+        from pi_server.store.index import SessionIndex
+        from pi_server.store.records import Diagnostic, Header
+        from pi_server.store.scan import open_regular
+
         fd = open_regular(path)
         try:
             if os.pread(fd, len(rec["header_bytes"]), 0) != rec["header_bytes"]:
@@ -151,22 +157,39 @@ class IndexCache:
         return self._listing
 
     def cached_info(self, path: str, fp: dict[str, int]) -> dict[str, Any] | None:
+        """The SessionInfo kept for the file as it is now (same fingerprint), else None. What
+        another writer (or a torn write) left that is not one is ignored: the file is described again."""
         rec = self.listing().get(path)
-        if isinstance(rec, dict) and rec.get("fingerprint") == fp:
-            return rec.get("info")
-        return None
+        if not isinstance(rec, dict) or rec.get("fingerprint") != fp:
+            return None
+        info = rec.get("info")
+        if not isinstance(info, dict) or info.get("session") != path or not isinstance(info.get("modified"), str):
+            return None
+        if not isinstance(info.get("entryCount"), int) or not isinstance(info.get("_size"), int):
+            return None
+        return info
 
     def remember_info(self, path: str, fp: dict[str, int], info: dict[str, Any]) -> None:
-        self.listing()[path] = {"fingerprint": fp, "info": info}
+        listing = self.listing()
+        rec = {"fingerprint": fp, "info": info}
+        if listing.get(path) != rec:
+            listing[path] = rec
+            self._listing_dirty = True
 
     def save_listing(self, keep: set[str] | None = None) -> None:
+        """Write the listing file (temp file + rename: servers sharing the state dir never read
+        half of one) when it changed: files described since, or gone (not in `keep`)."""
         sessions = self.listing()
         if keep is not None:
             for path in [p for p in sessions if p not in keep]:
                 del sessions[path]
+                self._listing_dirty = True
+        if not self._listing_dirty:
+            return
         try:
             atomic_write(
                 self.listing_path, msgspec.msgpack.encode({"format": FORMAT, "sessions": sessions}), durable=False
             )
+            self._listing_dirty = False
         except (OSError, msgspec.EncodeError):
             pass

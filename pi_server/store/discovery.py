@@ -6,11 +6,12 @@ import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_server.jsutil import js_date_ms, js_split_ws
-from pi_server.store import content
-from pi_server.store.index import NotASession, SessionIndex
+
+if TYPE_CHECKING:  # imported where used: a listing from the listing cache reads no file
+    from pi_server.store.index import SessionIndex
 
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
 
@@ -47,11 +48,41 @@ def iter_session_files(roots: list[str]) -> Iterator[str]:
                     yield os.path.join(dirpath, name)
 
 
-def is_within(path: str, roots: list[str], dirs: dict[str, str] | None = None) -> bool:
+def iter_session_entries(roots: list[str]) -> Iterator[os.DirEntry[str]]:
+    """`iter_session_files`, in the same order, as the folders' entries: whether a file is a
+    symlink is known from its folder's listing, and its stat is one call relative to the folder."""
+    for root in roots:
+        if os.path.isdir(root):
+            yield from _walk(root)
+
+
+def _walk(folder: str) -> Iterator[os.DirEntry[str]]:
+    # as os.walk (top down, symlinked folders not followed) with the sorting of iter_session_files
+    try:
+        with os.scandir(folder) as it:
+            found = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    subdirs = []
+    for e in found:
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if not e.name.startswith(".") and not e.is_symlink():
+                subdirs.append(e.path)
+        elif e.name.endswith(".jsonl"):
+            yield e
+    for sub in subdirs:
+        yield from _walk(sub)
+
+
+def is_within(path: str, roots: list[str], dirs: dict[str, str] | None = None, link: bool | None = None) -> bool:
     """The file, symlinks resolved, is under one of the roots. `dirs`: real paths of folders
     already resolved during one listing (a listing of 3,000 files resolves each folder once,
-    not every folder of every path)."""
-    real = _realpath(path, dirs)
+    not every folder of every path); `link`: whether the file is a symlink, when known."""
+    real = _realpath(path, dirs, link)
     for r in roots:
         rr = os.path.realpath(r) if dirs is None else dirs.get("\0" + r)
         if rr is None:
@@ -61,8 +92,8 @@ def is_within(path: str, roots: list[str], dirs: dict[str, str] | None = None) -
     return False
 
 
-def _realpath(path: str, dirs: dict[str, str] | None) -> str:
-    if dirs is None or os.path.islink(path):
+def _realpath(path: str, dirs: dict[str, str] | None, link: bool | None = None) -> str:
+    if dirs is None or (os.path.islink(path) if link is None else link):
         return os.path.realpath(path)
     folder, name = os.path.split(path)
     real = dirs.get(folder)
@@ -108,6 +139,8 @@ def session_info(idx: SessionIndex, leaf_id: str | None = None) -> dict[str, Any
 def all_messages_text(idx: SessionIndex) -> str:
     """pi's allMessagesText: user and assistant text, joined by spaces."""
     positions = [p for p, r in enumerate(idx.roles) if r in ("user", "assistant")]
+    from pi_server.store import content
+
     parts = []
     for e in idx.read_entries(positions):
         msg = e.get("message") or {}
@@ -169,6 +202,8 @@ def list_sessions(
 
 
 def _describe_fresh(path: str, query: str | None) -> dict[str, Any] | None:
+    from pi_server.store.index import NotASession, SessionIndex
+
     try:
         idx = SessionIndex.open(path)
     except (NotASession, OSError):

@@ -109,6 +109,10 @@ class StateDir:
             self._leaves_seen = (key, leaves if isinstance(leaves, dict) else {})
         return self._leaves_seen[1]  # shared: callers that change it copy it first
 
+    def leaves(self) -> dict[str, Any]:
+        """Every pointer on disk, read once (a listing looks up thousands): not to be changed."""
+        return self._leaves()
+
     def leaf(self, session: str) -> dict[str, Any] | None:
         v = self._leaves().get(session)
         return v if isinstance(v, dict) and "leafId" in v else None

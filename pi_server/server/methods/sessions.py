@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_server.llm.formats import context_result
 from pi_server.server import bulk, params
 from pi_server.server.host import Host
 from pi_server.server.rpc import pi_method
-from pi_server.tree.outline import get_tree
+
+# the tree and context modules are imported by the methods that use them: a listing needs neither
 
 
 @pi_method("pi/listSessions", params.ListSessions)
@@ -20,6 +20,7 @@ async def list_sessions(ls: Host, p: params.ListSessions) -> Any:
 @pi_method("pi/getTree", params.GetTree)
 async def get_tree_rows(ls: Host, p: params.GetTree) -> Any:
     """pi's /tree rows for a filter and search, windowed by offset/limit."""
+    from pi_server.tree.outline import get_tree
 
     def run() -> Any:
         live = ls.registry.get(p.session)
@@ -45,6 +46,7 @@ async def get_entry(ls: Host, p: params.GetEntry) -> Any:
 @pi_method("pi/buildContext", params.BuildContext)
 async def build_context(ls: Host, p: params.BuildContext) -> Any:
     """The context pi would send at a leaf (default: the session's leaf), in one of four formats."""
+    from pi_server.llm.formats import context_result
 
     def run() -> Any:
         live = ls.registry.get(p.session)
