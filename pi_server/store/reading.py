@@ -37,6 +37,17 @@ _line_head = msgspec.json.Decoder(_LineHead)
 _msg_head = msgspec.json.Decoder(_MsgHead)
 
 
+def title_content(content: msgspec.Raw) -> Any:
+    """A message's content as titles and search read it: text blocks' type and text only."""
+    try:
+        return text_blocks_decoder.decode(content)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        try:
+            return loads(bytes(content))
+        except orjson.JSONDecodeError:
+            return None
+
+
 class EntryReader:
     """Entry reading for SessionIndex: byte ranges in, entry dicts out (v1/v2 migrated in memory)."""
 
@@ -62,6 +73,10 @@ class EntryReader:
         no thinking, no arguments), which is several times faster.
         """
         return self._each_line(positions, self._light if light else self._materialize)
+
+    def map_lines(self, positions: list[int], make: Callable[[int, bytes], Any]) -> list[Any]:
+        """`make(pos, line)` for each position, in order; lines read in as few calls as can be."""
+        return self._each_line(positions, make)
 
     def _each_line(self, positions: list[int], make: Callable[[int, bytes], Any]) -> list[Any]:
         """`make(pos, line)` for each position, reading contiguous runs of lines in one call each."""
@@ -178,6 +193,10 @@ class EntryReader:
     def read_entry(self, pos: int) -> dict[str, Any]:
         return self.read_entries([pos])[0]
 
+    def light_entry(self, pos: int, raw: bytes) -> dict[str, Any]:
+        """One line read as `read_entries(..., light=True)` reads it."""
+        return self._light(pos, raw)
+
     def _light(self, pos: int, raw: bytes) -> dict[str, Any]:
         try:
             e = title_decoder.decode(raw)
@@ -188,13 +207,7 @@ class EntryReader:
         if m is not None:
             msg = {k: v for k in TITLE_MSG_FIELDS if (v := getattr(m, k)) is not ABSENT}
             if len(m.content):
-                try:
-                    msg["content"] = text_blocks_decoder.decode(m.content)
-                except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-                    try:
-                        msg["content"] = loads(bytes(m.content))
-                    except orjson.JSONDecodeError:
-                        msg["content"] = None
+                msg["content"] = title_content(m.content)
             if msg.get("role") == "hookMessage" and self.version < 3:
                 msg["role"] = "custom"
             out["message"] = msg

@@ -1,0 +1,184 @@
+"""Titles and timestamps of /tree rows, read from the file and kept for the next window.
+
+An entry of an append-only file never changes, so neither does its title: titles are
+kept per index generation (a bounded cache), except a tool result's whose call id is
+defined more than once (its title then depends on the tree order, as in pi).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from pi_server.store.decode import ABSENT, DECODE_ERRORS, loads, title_decoder
+from pi_server.store.index import SessionIndex
+from pi_server.store.reading import title_content
+from pi_server.tree import titles
+
+# ~400 bytes a row: a few megabytes at most, and many windows' worth of scrolling
+MAX_CACHED = 8192
+
+
+class _CallBlock(msgspec.Struct, gc=False):
+    type: Any = None
+    id: Any = None
+    name: Any = None
+    arguments: msgspec.Raw = msgspec.Raw(b"")
+
+
+class _CallMsg(msgspec.Struct, gc=False):
+    content: list[_CallBlock] | None = None
+
+
+class _CallEntry(msgspec.Struct, gc=False):
+    message: _CallMsg | None = None
+
+
+_call_entry = msgspec.json.Decoder(_CallEntry)
+
+
+def read_for_titles(idx: SessionIndex, positions: list[int]) -> list[dict[str, Any]]:
+    """The entries' title and search fields. The index's light read knows pi 0.73's entries;
+    a context_edit (pi 1.6.0) is read whole for its targetId and replacement."""
+    entries = idx.read_entries(positions, light=True)
+    types = idx.types
+    edits = [i for i, p in enumerate(positions) if types[p] == "context_edit"]
+    if edits:
+        for i, e in zip(edits, idx.read_entries([positions[i] for i in edits]), strict=True):
+            entries[i] = e
+    return entries
+
+
+_CHAT = frozenset(("user", "assistant", "toolResult"))
+
+
+def _read_rows(idx: SessionIndex, positions: list[int]) -> list[dict[str, Any]]:
+    """read_for_titles, with the chat messages most rows are cut to the fields their title
+    reads: a tool result's output is not decoded at all."""
+    light, types = idx.light_entry, idx.types
+
+    def make(pos: int, raw: bytes) -> dict[str, Any]:
+        if types[pos] != "message":
+            return light(pos, raw)
+        try:
+            e = title_decoder.decode(raw)
+        except DECODE_ERRORS:
+            return light(pos, raw)
+        m = e.message
+        role = m.role if m is not None else None
+        if e.type != "message" or type(role) is not str or role not in _CHAT:
+            return light(pos, raw)
+        if role == "toolResult":
+            msg = {"role": role, "toolCallId": _val(m.toolCallId), "toolName": _val(m.toolName)}
+        else:
+            msg = {"role": role, "stopReason": _val(m.stopReason), "errorMessage": _val(m.errorMessage)}
+            if len(m.content):
+                msg["content"] = title_content(m.content)
+        return {"type": "message", "timestamp": _val(e.timestamp), "message": msg}
+
+    entries = idx.map_lines(positions, make)
+    edits = [i for i, p in enumerate(positions) if types[p] == "context_edit"]
+    if edits:
+        for i, e in zip(edits, idx.read_entries([positions[i] for i in edits]), strict=True):
+            entries[i] = e
+    return entries
+
+
+def _val(v: Any) -> Any:
+    return None if v is ABSENT else v
+
+
+class RowTitles:
+    """The (title, timestamp) of rows, for one index; `definer` picks a call's entry as pi does."""
+
+    def __init__(self, idx: SessionIndex) -> None:
+        self.idx = idx
+        self._gen = -1
+        self._cache: dict[int, tuple[str, Any]] = {}
+
+    def rows(self, positions: list[int], definer: Any) -> list[tuple[str, Any]]:
+        idx = self.idx
+        cache = self._cache
+        if self._gen != idx.generation:
+            self._gen = idx.generation
+            cache.clear()
+        got = {p: hit for p in positions if (hit := cache.get(p)) is not None}
+        missing = [p for p in positions if p not in got]
+        if missing:
+            if len(cache) + len(missing) > MAX_CACHED:
+                cache.clear()
+            got.update(self._read(missing, definer))
+        return [got[p] for p in positions]
+
+    def _read(self, positions: list[int], definer: Any) -> dict[int, tuple[str, Any]]:
+        idx = self.idx
+        entries = _read_rows(idx, positions)
+        want: dict[str, int] = {}
+        calls: list[str | None] = []
+        for e in entries:
+            msg = e.get("message")
+            call = None
+            if e.get("type") == "message" and isinstance(msg, dict) and msg.get("role") == "toolResult":
+                call = msg.get("toolCallId")
+                if isinstance(call, str) and call in idx.call_pos:
+                    want[call] = definer(call)
+            calls.append(call)
+        tool_titles = self._tool_titles(want) if want else {}
+        out: dict[int, tuple[str, Any]] = {}
+        cache, dups = self._cache, idx.tool_dups
+        for pos, e, call in zip(positions, entries, calls, strict=True):
+            out[pos] = row = (titles.display_title(e, tool_titles), e.get("timestamp"))
+            if not (isinstance(call, str) and call in dups):  # else it depends on the tree order
+                cache[pos] = row
+        return out
+
+    def _tool_titles(self, want: dict[str, int]) -> dict[str, str]:
+        """Titles of the tool calls the given tool results answer (pi's formatToolCall)."""
+        by_pos: dict[int, list[str]] = {}
+        for call, pos in want.items():
+            by_pos.setdefault(pos, []).append(call)
+        out: dict[str, str] = {}
+        positions = list(by_pos)
+        for pos, got in zip(positions, self.idx.map_lines(positions, _call_blocks), strict=True):
+            for call in by_pos[pos]:
+                block = _find(got, call)
+                if block is not None:
+                    out[call] = titles.tool_call_title(block[0], block[1])
+        return out
+
+
+def _call_blocks(pos: int, raw: bytes) -> Any:
+    """The tool call blocks of an assistant line: typed, arguments left as bytes; the whole
+    line parsed when it does not fit that shape."""
+    try:
+        msg = _call_entry.decode(raw).message
+        return msg.content if msg is not None and msg.content is not None else []
+    except DECODE_ERRORS:
+        try:
+            obj = loads(bytes(raw).strip())
+        except ValueError:  # unreadable: pi's load skips the line, so no title
+            return []
+        msg = obj.get("message") if isinstance(obj, dict) else None
+        content = msg.get("content") if isinstance(msg, dict) else None
+        return content if isinstance(content, list) else []
+
+
+def _find(blocks: list[Any], call: str) -> tuple[Any, Any] | None:
+    """The (name, arguments) of the last toolCall block with this id, as in pi's map."""
+    found = None
+    for c in blocks:
+        if isinstance(c, _CallBlock):
+            if c.type == "toolCall" and c.id == call:
+                found = c
+        elif isinstance(c, dict) and c.get("type") == "toolCall" and c.get("id") == call:
+            found = c
+    if found is None:
+        return None
+    if isinstance(found, dict):
+        return found.get("name"), found.get("arguments")
+    raw = bytes(found.arguments)
+    try:
+        return found.name, loads(raw) if raw else None
+    except ValueError:  # nested past what the full parse takes: no title either
+        return None
