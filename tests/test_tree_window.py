@@ -164,3 +164,26 @@ async def test_shared_gutters_over_the_wire(tmp_path: Path) -> None:
             plain = await c.call("pi/getTree", params)
             assert "gutterNodes" not in plain and all("gutters" in r for r in plain["rows"])
             assert expand(shared) == plain
+
+
+@pytest.mark.parametrize("home", ["/home/dev", "/home/dev/", "/", "//srv//u/", "/home/dev/../dev2", "rel/home"])
+def test_home_shortening_keeps_nodes_relative_paths(home: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pi 1.6.0's shortenHomePath is node's path.relative under a resolved HOME; the kept
+    resolution of HOME must give what posixpath.relpath gives, HOME changes included."""
+    import os
+    import posixpath
+
+    from pi_server.tree import titles
+
+    monkeypatch.setenv("HOME", home)
+    hkey = titles._resolve(home if home.startswith("/") else os.path.join(os.getcwd(), home))
+    for p in ("/home/dev", "/home/dev/a/b.py", "/home/dev/./a/../c", "/home/devx/a", "//home//dev//z", "/",
+              "/srv/u/x", "/home/dev2/y", "rel/x", os.path.join(os.getcwd(), "rel/home/f")):
+        key = titles._resolve(p) if p.startswith("/") else p
+        under = hkey if hkey.endswith("/") else hkey + "/"
+        if not p.startswith("/") or (key != hkey and not key.startswith(under)):
+            want = p
+        else:
+            rel = posixpath.relpath(key, hkey)
+            want = "~" if rel == "." else "~/" + rel
+        assert titles._short(p) == want, (home, p)

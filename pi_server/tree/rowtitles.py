@@ -53,12 +53,18 @@ def read_for_titles(idx: SessionIndex, positions: list[int]) -> list[dict[str, A
 _CHAT = frozenset(("user", "assistant", "toolResult"))
 
 
-def _read_rows(idx: SessionIndex, positions: list[int]) -> list[dict[str, Any]]:
+def _read_rows(idx: SessionIndex, positions: list[int], also: set[int], lines: dict[int, bytes]) -> list[dict[str, Any]]:
     """read_for_titles, with the chat messages most rows are cut to the fields their title
-    reads: a tool result's output is not decoded at all."""
+    reads: a tool result's output is not decoded at all. The lines of `also` are read in the
+    same pass into `lines`."""
     light, types = idx.light_entry, idx.types
+    rows = set(positions)
 
-    def make(pos: int, raw: bytes) -> dict[str, Any]:
+    def make(pos: int, raw: bytes) -> dict[str, Any] | None:
+        if pos in also:
+            lines[pos] = raw
+            if pos not in rows:
+                return None
         if types[pos] != "message":
             return light(pos, raw)
         try:
@@ -77,7 +83,7 @@ def _read_rows(idx: SessionIndex, positions: list[int]) -> list[dict[str, Any]]:
                 msg["content"] = title_content(m.content)
         return {"type": "message", "timestamp": _val(e.timestamp), "message": msg}
 
-    entries = idx.map_lines(positions, make)
+    entries = idx.map_lines(positions + [p for p in also if p not in rows], make)[: len(positions)]
     edits = [i for i, p in enumerate(positions) if types[p] == "context_edit"]
     if edits:
         for i, e in zip(edits, idx.read_entries([positions[i] for i in edits]), strict=True):
@@ -113,7 +119,11 @@ class RowTitles:
 
     def _read(self, positions: list[int], definer: Any) -> dict[int, tuple[str, Any]]:
         idx = self.idx
-        entries = _read_rows(idx, positions)
+        # a tool result's call is almost always its parent's: read those lines in the same pass
+        roles, parents, by_id = idx.roles, idx.parents, idx.by_id
+        also = {by_id[q] for p in positions if roles[p] == "toolResult" and (q := parents[p]) in by_id}
+        lines: dict[int, bytes] = {}
+        entries = _read_rows(idx, positions, also, lines)
         want: dict[str, int] = {}
         calls: list[str | None] = []
         for e in entries:
@@ -124,7 +134,7 @@ class RowTitles:
                 if isinstance(call, str) and call in idx.call_pos:
                     want[call] = definer(call)
             calls.append(call)
-        tool_titles = self._tool_titles(want) if want else {}
+        tool_titles = self._tool_titles(want, lines) if want else {}
         out: dict[int, tuple[str, Any]] = {}
         cache, dups = self._cache, idx.tool_dups
         for pos, e, call in zip(positions, entries, calls, strict=True):
@@ -133,14 +143,17 @@ class RowTitles:
                 cache[pos] = row
         return out
 
-    def _tool_titles(self, want: dict[str, int]) -> dict[str, str]:
+    def _tool_titles(self, want: dict[str, int], lines: dict[int, bytes]) -> dict[str, str]:
         """Titles of the tool calls the given tool results answer (pi's formatToolCall)."""
         by_pos: dict[int, list[str]] = {}
         for call, pos in want.items():
             by_pos.setdefault(pos, []).append(call)
         out: dict[str, str] = {}
-        positions = list(by_pos)
-        for pos, got in zip(positions, self.idx.map_lines(positions, _call_blocks), strict=True):
+        unread = [p for p in by_pos if p not in lines]
+        if unread:
+            lines.update(zip(unread, self.idx.map_lines(unread, _raw), strict=True))
+        for pos in by_pos:
+            got = _call_blocks(lines[pos])
             for call in by_pos[pos]:
                 block = _find(got, call)
                 if block is not None:
@@ -148,7 +161,11 @@ class RowTitles:
         return out
 
 
-def _call_blocks(pos: int, raw: bytes) -> Any:
+def _raw(pos: int, raw: bytes) -> bytes:
+    return raw
+
+
+def _call_blocks(raw: bytes) -> Any:
     """The tool call blocks of an assistant line: typed, arguments left as bytes; the whole
     line parsed when it does not fit that shape."""
     try:

@@ -44,16 +44,26 @@ def _resolve(p: str) -> str:
     return "/" + out.lstrip("/") if out.startswith("//") else out
 
 
+_home_key: tuple[str, str, str] = ("", "", "")  # HOME, its resolved form, and that with "/"
+
+
 def _short(p: str) -> str:
     """pi 1.6.0's shortenHomePath: only absolute paths at or under HOME, normalized."""
+    global _home_key
     home = _home()
     if not home or not p.startswith("/"):
         return p
-    key, hkey = _resolve(p), _resolve(home if home.startswith("/") else os.path.join(os.getcwd(), home))
-    if key != hkey and not key.startswith(hkey if hkey.endswith("/") else hkey + "/"):
+    if _home_key[0] != home or not home.startswith("/"):  # a relative HOME follows the cwd
+        hkey = _resolve(home if home.startswith("/") else os.path.join(os.getcwd(), home))
+        _home_key = (home, hkey, hkey if hkey.endswith("/") else hkey + "/")
+    _, hkey, under = _home_key
+    key = _resolve(p)
+    if key == hkey:
+        return "~"
+    if not key.startswith(under):
         return p
-    rel = posixpath.relpath(key, hkey)
-    return "~" if rel == "." else "~/" + rel
+    # both are normalized absolute paths and key lies under hkey: the relative path is the rest
+    return "~/" + key[len(under) :]
 
 
 def _js_str(v: Any) -> str:
