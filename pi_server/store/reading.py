@@ -82,28 +82,33 @@ class EntryReader:
         """`make(pos, line)` for each position, reading contiguous runs of lines in one call each."""
         if not positions:
             return []
+        offsets, lengths = self.offsets, self.lengths
+        order = sorted(range(len(positions)), key=positions.__getitem__)
+        at = [positions[k] for k in order]  # positions in file order
+        out: list[Any] = [None] * len(positions)
+        n = len(at)
         with open(self.path, "rb") as f, no_gc():
             fd = f.fileno()
-            order = sorted(range(len(positions)), key=positions.__getitem__)
-            got: dict[int, Any] = {}
             i = 0
-            while i < len(order):
-                j = i
-                start = self.offsets[positions[order[i]]]
-                end = start + self.lengths[positions[order[i]]]
-                while j + 1 < len(order):
-                    p = positions[order[j + 1]]
-                    if self.offsets[p] - end > 65536 or end - start > MAX_RUN:
+            while i < n:
+                start = offsets[at[i]]
+                end = start + lengths[at[i]]
+                j = i + 1
+                while j < n:  # lines closer than 64 KiB are read in the same call
+                    o = offsets[at[j]]
+                    if o - end > 65536 or end - start > MAX_RUN:
                         break
-                    end = max(end, self.offsets[p] + self.lengths[p])
+                    e = o + lengths[at[j]]
+                    if e > end:
+                        end = e
                     j += 1
                 chunk = os.pread(fd, end - start, start)
-                for k in range(i, j + 1):
-                    p = positions[order[k]]
-                    o = self.offsets[p] - start
-                    got[order[k]] = make(p, chunk[o : o + self.lengths[p]])
-                i = j + 1
-            return [got[k] for k in range(len(positions))]
+                for k in range(i, j):
+                    p = at[k]
+                    o = offsets[p] - start
+                    out[order[k]] = make(p, chunk[o : o + lengths[p]])
+                i = j
+        return out
 
     def cached_entries(self, positions: list[int], *, opaque: bool = False) -> list[dict[str, Any]]:
         """Like read_entries, through a small LRU of parsed entries (treat them as read-only).
