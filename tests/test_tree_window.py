@@ -187,3 +187,43 @@ def test_home_shortening_keeps_nodes_relative_paths(home: str, monkeypatch: pyte
             rel = posixpath.relpath(key, hkey)
             want = "~" if rel == "." else "~/" + rel
         assert titles._short(p) == want, (home, p)
+
+
+ARGS = [
+    '{"path": "/home/dev/a.py", "offset": "5", "limit": null}',
+    '{"path": 7, "file_path": "/x"}',
+    '{"file_path": "", "path": "", "offset": 3, "limit": 2}',
+    '{"path": "/a", "path": "/b"}',
+    '{"command": "ls\\n -la\\t/tmp   ", "timeout": 3}',
+    '{"pattern": ["a", null], "path": {"x": 1}}',
+    '{"oldText": "' + "x" * 5000 + '", "path": "/home/dev/../dev/./e.py", "newText": "y"}',
+    "[1, 2]",
+    '"a string"',
+    "null",
+    "3",
+    '{"a": ' * 40 + "1" + "}" * 40,
+]
+NAMES = ["read", "write", "edit", "bash", "grep", "find", "ls", "other", None, ["read"], 5]
+
+
+def test_tool_titles_read_from_the_fields_equal_the_whole_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The known tools' arguments are decoded to the fields their titles read; the titles
+    equal those of the whole arguments (titles.tool_call_title is pi's, see the oracles)."""
+    from pi_server.tree import titles
+
+    monkeypatch.setenv("HOME", "/home/dev")
+    head = {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/"}
+    lines, want, parent = [json.dumps(head)], {}, None
+    for i, (name, args) in enumerate((n, a) for n in NAMES for a in ARGS):
+        call = f'{{"type": "toolCall", "id": "t{i}", "name": {json.dumps(name)}, "arguments": {args}}}'
+        msg = f'{{"role": "assistant", "content": [{{"type": "thinking", "thinking": "hm"}}, {call}], "timestamp": 0}}'
+        lines.append(f'{{"type": "message", "id": "a{i:05d}", "parentId": {json.dumps(parent)}, "message": {msg}}}')
+        result = {"role": "toolResult", "toolCallId": f"t{i}", "toolName": "x", "content": [], "timestamp": 0}
+        lines.append(json.dumps({"type": "message", "id": f"r{i:05d}", "parentId": f"a{i:05d}", "message": result}))
+        parent = f"r{i:05d}"
+        want[parent] = titles.tool_call_title(name, json.loads(args))
+    f = tmp_path / "args.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    rows = get_tree(Outline(SessionIndex.open(str(f))), None, "all")["rows"]
+    got = {r["id"]: r["title"] for r in rows if r["id"] in want}
+    assert got == want

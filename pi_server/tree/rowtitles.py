@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from pi_server.store.decode import ABSENT, DECODE_ERRORS, loads, title_decoder
+from pi_server.store.decode import DECODE_ERRORS, loads
 from pi_server.store.index import SessionIndex
 from pi_server.store.reading import title_content
 from pi_server.tree import titles
@@ -38,6 +38,21 @@ class _CallEntry(msgspec.Struct, gc=False):
 _call_entry = msgspec.json.Decoder(_CallEntry)
 
 
+class _Args(msgspec.Struct, gc=False):
+    """The arguments pi's formatToolCall reads for its known tools (an edit's texts skipped)."""
+
+    path: Any = None
+    file_path: Any = None
+    offset: Any = None
+    limit: Any = None
+    command: Any = None
+    pattern: Any = None
+
+
+_args = msgspec.json.Decoder(_Args)
+_KNOWN_TOOLS = frozenset(("read", "write", "edit", "bash", "grep", "find", "ls"))
+
+
 def read_for_titles(idx: SessionIndex, positions: list[int]) -> list[dict[str, Any]]:
     """The entries' title and search fields. The index's light read knows pi 0.73's entries;
     a context_edit (pi 1.6.0) is read whole for its targetId and replacement."""
@@ -50,14 +65,42 @@ def read_for_titles(idx: SessionIndex, positions: list[int]) -> list[dict[str, A
     return entries
 
 
-_CHAT = frozenset(("user", "assistant", "toolResult"))
+class _ResultMsg(msgspec.Struct, gc=False):
+    role: Any = None
+    toolCallId: Any = None  # noqa: N815 - pi's field name
+    toolName: Any = None  # noqa: N815
+
+
+class _ResultRow(msgspec.Struct, gc=False):
+    """A tool result as its row reads it: the output is skipped, not decoded."""
+
+    type: Any = None
+    timestamp: Any = None
+    message: _ResultMsg | None = None
+
+
+class _ChatMsg(msgspec.Struct, gc=False):
+    role: Any = None
+    content: msgspec.Raw = msgspec.Raw(b"")
+    stopReason: Any = None  # noqa: N815
+    errorMessage: Any = None  # noqa: N815
+
+
+class _ChatRow(msgspec.Struct, gc=False):
+    type: Any = None
+    timestamp: Any = None
+    message: _ChatMsg | None = None
+
+
+_result_row = msgspec.json.Decoder(_ResultRow)
+_chat_row = msgspec.json.Decoder(_ChatRow)
 
 
 def _read_rows(idx: SessionIndex, positions: list[int], also: set[int], lines: dict[int, bytes]) -> list[dict[str, Any]]:
     """read_for_titles, with the chat messages most rows are cut to the fields their title
     reads: a tool result's output is not decoded at all. The lines of `also` are read in the
     same pass into `lines`."""
-    light, types = idx.light_entry, idx.types
+    light, types, roles = idx.light_entry, idx.types, idx.roles
     rows = set(positions)
 
     def make(pos: int, raw: bytes) -> dict[str, Any] | None:
@@ -65,23 +108,23 @@ def _read_rows(idx: SessionIndex, positions: list[int], also: set[int], lines: d
             lines[pos] = raw
             if pos not in rows:
                 return None
-        if types[pos] != "message":
+        role = roles[pos]  # the index's: picks the shape, checked against the line's own
+        if types[pos] != "message" or (role != "toolResult" and role != "user" and role != "assistant"):
             return light(pos, raw)
         try:
-            e = title_decoder.decode(raw)
+            e = _result_row.decode(raw) if role == "toolResult" else _chat_row.decode(raw)
         except DECODE_ERRORS:
             return light(pos, raw)
         m = e.message
-        role = m.role if m is not None else None
-        if e.type != "message" or type(role) is not str or role not in _CHAT:
+        if e.type != "message" or m is None or m.role != role:
             return light(pos, raw)
         if role == "toolResult":
-            msg = {"role": role, "toolCallId": _val(m.toolCallId), "toolName": _val(m.toolName)}
+            msg = {"role": role, "toolCallId": m.toolCallId, "toolName": m.toolName}
         else:
-            msg = {"role": role, "stopReason": _val(m.stopReason), "errorMessage": _val(m.errorMessage)}
+            msg = {"role": role, "stopReason": m.stopReason, "errorMessage": m.errorMessage}
             if len(m.content):
                 msg["content"] = title_content(m.content)
-        return {"type": "message", "timestamp": _val(e.timestamp), "message": msg}
+        return {"type": "message", "timestamp": e.timestamp, "message": msg}
 
     entries = idx.map_lines(positions + [p for p in also if p not in rows], make)[: len(positions)]
     edits = [i for i, p in enumerate(positions) if types[p] == "context_edit"]
@@ -89,10 +132,6 @@ def _read_rows(idx: SessionIndex, positions: list[int], also: set[int], lines: d
         for i, e in zip(edits, idx.read_entries([positions[i] for i in edits]), strict=True):
             entries[i] = e
     return entries
-
-
-def _val(v: Any) -> Any:
-    return None if v is ABSENT else v
 
 
 class RowTitles:
@@ -194,8 +233,15 @@ def _find(blocks: list[Any], call: str) -> tuple[Any, Any] | None:
         return None
     if isinstance(found, dict):
         return found.get("name"), found.get("arguments")
-    raw = bytes(found.arguments)
+    raw = found.arguments
+    if not len(raw):
+        return found.name, None
+    if type(found.name) is str and found.name in _KNOWN_TOOLS:  # an object: the fields its title reads (absent reads as null)
+        try:
+            return found.name, msgspec.structs.asdict(_args.decode(raw))
+        except DECODE_ERRORS:
+            pass
     try:
-        return found.name, loads(raw) if raw else None
+        return found.name, loads(bytes(raw))
     except ValueError:  # nested past what the full parse takes: no title either
         return None

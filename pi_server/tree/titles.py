@@ -40,6 +40,8 @@ def _home() -> str:
 
 def _resolve(p: str) -> str:
     """node's path.posix.resolve for an absolute path (no file system access)."""
+    if "//" not in p and "/." not in p and (len(p) == 1 or not p.endswith("/")):
+        return p  # already normal: most paths (normpath is the slow part of a title)
     out = posixpath.normpath(p)
     return "/" + out.lstrip("/") if out.startswith("//") else out
 
