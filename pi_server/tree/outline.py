@@ -355,11 +355,13 @@ def get_tree(
     texts = outline.titles.rows(positions, lambda call: outline._definer(call, order))
     nodes = _SharedGutters(lay.nodes) if shared_gutters else None
     ids, parents, types, roles, labels = idx.ids, idx.parents, idx.types, idx.roles, idx.labels
-    kids, vparent = lay.kids, lay.vparent
+    kids, vparent, indent, conns, gnode = lay.kids, lay.vparent, lay.indent, lay.connectors, lay.gutters
+    gutter_key, gutter = ("gutters", lay.gutters_json) if nodes is None else ("gutter", lambda r: nodes.local(gnode[r]))
     rows = []
     for r, pos, (title, timestamp) in zip(window, positions, texts, strict=True):
         eid = ids[pos]
         vp = vparent[pos]
+        n = kids[pos]
         row: dict[str, Any] = {
             "id": eid,
             "parentId": parents[pos],
@@ -367,19 +369,16 @@ def get_tree(
             "visibleParentId": ids[vp] if vp != -1 else None,
             "type": types[pos],
             "title": title,
-            "indent": lay.indent[r],
-            "connector": CONNECTORS[lay.connectors[r]],
+            "indent": indent[r],
+            "connector": CONNECTORS[conns[r]],
+            gutter_key: gutter(r),
+            "onActivePath": active[pos] == 1,
+            "isLeaf": pos == leaf,
+            "foldable": n > 0 and (vp == -1 or kids[vp] > 1),  # is_foldable, inline
+            "folded": eid in fset,
+            "childCount": n,
+            "timestamp": timestamp,
         }
-        if nodes is None:
-            row["gutters"] = lay.gutters_json(r)
-        else:
-            row["gutter"] = nodes.local(lay.gutters[r])
-        row["onActivePath"] = bool(active[pos])
-        row["isLeaf"] = pos == leaf
-        row["foldable"] = bool(kids[pos]) and (vp == -1 or kids[vp] > 1)  # is_foldable, inline
-        row["folded"] = eid in fset
-        row["childCount"] = kids[pos]
-        row["timestamp"] = timestamp
         if roles[pos] is not None:
             row["role"] = roles[pos]
         if eid in labels:
