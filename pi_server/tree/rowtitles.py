@@ -164,21 +164,22 @@ class RowTitles:
         lines: dict[int, bytes] = {}
         entries = _read_rows(idx, positions, also, lines)
         want: dict[str, int] = {}
-        calls: list[str | None] = []
+        calls: list[Any] = []
+        call_pos = idx.call_pos
         for e in entries:
             msg = e.get("message")
             call = None
-            if e.get("type") == "message" and isinstance(msg, dict) and msg.get("role") == "toolResult":
+            if isinstance(msg, dict) and msg.get("role") == "toolResult" and e.get("type") == "message":
                 call = msg.get("toolCallId")
-                if isinstance(call, str) and call in idx.call_pos:
+                if type(call) is str and call in call_pos:
                     want[call] = definer(call)
             calls.append(call)
         tool_titles = self._tool_titles(want, lines) if want else {}
         out: dict[int, tuple[str, Any]] = {}
-        cache, dups = self._cache, idx.tool_dups
+        cache, dups, title = self._cache, idx.tool_dups, titles.display_title
         for pos, e, call in zip(positions, entries, calls, strict=True):
-            out[pos] = row = (titles.display_title(e, tool_titles), e.get("timestamp"))
-            if not (isinstance(call, str) and call in dups):  # else it depends on the tree order
+            out[pos] = row = (title(e, tool_titles), e.get("timestamp"))
+            if call is None or type(call) is not str or call not in dups:  # else it follows the tree order
                 cache[pos] = row
         return out
 
