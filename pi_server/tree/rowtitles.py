@@ -96,14 +96,23 @@ _result_row = msgspec.json.Decoder(_ResultRow)
 _chat_row = msgspec.json.Decoder(_ChatRow)
 
 
-def _read_rows(idx: SessionIndex, positions: list[int], also: set[int], lines: dict[int, bytes]) -> list[dict[str, Any]]:
-    """read_for_titles, with the chat messages most rows are cut to the fields their title
-    reads: a tool result's output is not decoded at all. The lines of `also` are read in the
-    same pass into `lines`."""
+class _Result:
+    """A tool result row, titled once its call's title is known."""
+
+    __slots__ = ("call", "name", "timestamp")
+
+    def __init__(self, call: Any, name: Any, timestamp: Any) -> None:
+        self.call, self.name, self.timestamp = call, name, timestamp
+
+
+def _read_rows(idx: SessionIndex, positions: list[int], also: set[int], lines: dict[int, bytes]) -> list[Any]:
+    """Each row as a (title, timestamp) for user and assistant messages, a _Result for tool
+    results (their output is not decoded at all), else the entry as read_for_titles reads
+    it. The lines of `also` are read in the same pass into `lines`."""
     light, types, roles = idx.light_entry, idx.types, idx.roles
     rows = set(positions)
 
-    def make(pos: int, raw: bytes) -> dict[str, Any] | None:
+    def make(pos: int, raw: bytes) -> Any:
         if pos in also:
             lines[pos] = raw
             if pos not in rows:
@@ -119,12 +128,11 @@ def _read_rows(idx: SessionIndex, positions: list[int], also: set[int], lines: d
         if e.type != "message" or m is None or m.role != role:
             return light(pos, raw)
         if role == "toolResult":
-            msg = {"role": role, "toolCallId": m.toolCallId, "toolName": m.toolName}
-        else:
-            msg = {"role": role, "stopReason": m.stopReason, "errorMessage": m.errorMessage}
-            if len(m.content):
-                msg["content"] = title_content(m.content)
-        return {"type": "message", "timestamp": e.timestamp, "message": msg}
+            return _Result(m.toolCallId, m.toolName, e.timestamp)
+        content = title_content(m.content) if len(m.content) else None
+        if role == "user":
+            return titles.user_title(content), e.timestamp
+        return titles.assistant_title(content, m.stopReason, m.errorMessage), e.timestamp
 
     entries = idx.map_lines(positions + [p for p in also if p not in rows], make)[: len(positions)]
     edits = [i for i, p in enumerate(positions) if types[p] == "context_edit"]
@@ -167,18 +175,27 @@ class RowTitles:
         calls: list[Any] = []
         call_pos = idx.call_pos
         for e in entries:
-            msg = e.get("message")
             call = None
-            if isinstance(msg, dict) and msg.get("role") == "toolResult" and e.get("type") == "message":
-                call = msg.get("toolCallId")
-                if type(call) is str and call in call_pos:
-                    want[call] = definer(call)
+            if type(e) is _Result:
+                call = e.call
+            elif type(e) is dict:
+                msg = e.get("message")
+                if isinstance(msg, dict) and msg.get("role") == "toolResult" and e.get("type") == "message":
+                    call = msg.get("toolCallId")
+            if type(call) is str and call in call_pos:
+                want[call] = definer(call)
             calls.append(call)
         tool_titles = self._tool_titles(want, lines) if want else {}
         out: dict[int, tuple[str, Any]] = {}
-        cache, dups, title = self._cache, idx.tool_dups, titles.display_title
+        cache, dups = self._cache, idx.tool_dups
         for pos, e, call in zip(positions, entries, calls, strict=True):
-            out[pos] = row = (title(e, tool_titles), e.get("timestamp"))
+            if type(e) is tuple:
+                row = e
+            elif type(e) is _Result:
+                row = (titles.tool_result_title(call, e.name, tool_titles), e.timestamp)
+            else:
+                row = (titles.display_title(e, tool_titles), e.get("timestamp"))
+            out[pos] = row
             if call is None or type(call) is not str or call not in dups:  # else it follows the tree order
                 cache[pos] = row
         return out
