@@ -7,7 +7,8 @@ timed is the server and the pipe, not a client library. One measurement per fres
 
 prints one JSON object: spawn -> `initialize` reply, spawn -> first answer
 (a 200-row `/tree` window at the leaf plus the leaf's context, over the pipe),
-RSS after indexing, warm 200-row windows p50/p99 and warm `pi/buildContext`, these two
+RSS after indexing, warm 200-row windows p50/p99 (gutters shared per window, as the
+editors ask) and warm `pi/buildContext`, these two
 timed to the answer's last byte (decoding is the client's: this one decodes with orjson,
 or with json.loads when an answer holds a lone surrogate, ~10 ms for a 260 KB window).
 """
@@ -159,7 +160,7 @@ def measure(path: str, leaf10k: str | None) -> dict[str, Any]:
         for _ in range(200):
             off = rnd.randrange(0, max(1, tree["total"] - 200))
             s = time.perf_counter()
-            c.request("pi/getTree", {"session": session, "offset": off, "limit": 200})
+            c.request("pi/getTree", {"session": session, "offset": off, "limit": 200, "sharedGutters": True})
             lat.append(c.last_byte - s)
         lat.sort()
         res.update(windowP50Seconds=statistics.median(lat), windowP99Seconds=lat[int(len(lat) * 0.99) - 1])

@@ -39,6 +39,7 @@ class GetTree(Params):
     leafId: str | None | UnsetType = UNSET
     offset: NonNegative = 0
     limit: NonNegative | None = None
+    sharedGutters: bool = False
 
 
 class GetEntry(Params):

@@ -37,6 +37,17 @@ _line_head = msgspec.json.Decoder(_LineHead)
 _msg_head = msgspec.json.Decoder(_MsgHead)
 
 
+def title_content(content: msgspec.Raw) -> Any:
+    """A message's content as titles and search read it: text blocks' type and text only."""
+    try:
+        return text_blocks_decoder.decode(content)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        try:
+            return loads(bytes(content))
+        except orjson.JSONDecodeError:
+            return None
+
+
 class EntryReader:
     """Entry reading for SessionIndex: byte ranges in, entry dicts out (v1/v2 migrated in memory)."""
 
@@ -63,32 +74,41 @@ class EntryReader:
         """
         return self._each_line(positions, self._light if light else self._materialize)
 
+    def map_lines(self, positions: list[int], make: Callable[[int, bytes], Any]) -> list[Any]:
+        """`make(pos, line)` for each position, in order; lines read in as few calls as can be."""
+        return self._each_line(positions, make)
+
     def _each_line(self, positions: list[int], make: Callable[[int, bytes], Any]) -> list[Any]:
         """`make(pos, line)` for each position, reading contiguous runs of lines in one call each."""
         if not positions:
             return []
+        offsets, lengths = self.offsets, self.lengths
+        order = sorted(range(len(positions)), key=positions.__getitem__)
+        at = [positions[k] for k in order]  # positions in file order
+        out: list[Any] = [None] * len(positions)
+        n = len(at)
         with open(self.path, "rb") as f, no_gc():
             fd = f.fileno()
-            order = sorted(range(len(positions)), key=positions.__getitem__)
-            got: dict[int, Any] = {}
             i = 0
-            while i < len(order):
-                j = i
-                start = self.offsets[positions[order[i]]]
-                end = start + self.lengths[positions[order[i]]]
-                while j + 1 < len(order):
-                    p = positions[order[j + 1]]
-                    if self.offsets[p] - end > 65536 or end - start > MAX_RUN:
+            while i < n:
+                start = offsets[at[i]]
+                end = start + lengths[at[i]]
+                j = i + 1
+                while j < n:  # lines closer than 64 KiB are read in the same call
+                    o = offsets[at[j]]
+                    if o - end > 65536 or end - start > MAX_RUN:
                         break
-                    end = max(end, self.offsets[p] + self.lengths[p])
+                    e = o + lengths[at[j]]
+                    if e > end:
+                        end = e
                     j += 1
                 chunk = os.pread(fd, end - start, start)
-                for k in range(i, j + 1):
-                    p = positions[order[k]]
-                    o = self.offsets[p] - start
-                    got[order[k]] = make(p, chunk[o : o + self.lengths[p]])
-                i = j + 1
-            return [got[k] for k in range(len(positions))]
+                for k in range(i, j):
+                    p = at[k]
+                    o = offsets[p] - start
+                    out[order[k]] = make(p, chunk[o : o + lengths[p]])
+                i = j
+        return out
 
     def cached_entries(self, positions: list[int], *, opaque: bool = False) -> list[dict[str, Any]]:
         """Like read_entries, through a small LRU of parsed entries (treat them as read-only).
@@ -177,6 +197,10 @@ class EntryReader:
     def read_entry(self, pos: int) -> dict[str, Any]:
         return self.read_entries([pos])[0]
 
+    def light_entry(self, pos: int, raw: bytes) -> dict[str, Any]:
+        """One line read as `read_entries(..., light=True)` reads it."""
+        return self._light(pos, raw)
+
     def _light(self, pos: int, raw: bytes) -> dict[str, Any]:
         try:
             e = title_decoder.decode(raw)
@@ -187,13 +211,7 @@ class EntryReader:
         if m is not None:
             msg = {k: v for k in TITLE_MSG_FIELDS if (v := getattr(m, k)) is not ABSENT}
             if len(m.content):
-                try:
-                    msg["content"] = text_blocks_decoder.decode(m.content)
-                except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-                    try:
-                        msg["content"] = loads(bytes(m.content))
-                    except orjson.JSONDecodeError:
-                        msg["content"] = None
+                msg["content"] = title_content(m.content)
             if msg.get("role") == "hookMessage" and self.version < 3:
                 msg["role"] = "custom"
             out["message"] = msg

@@ -18,6 +18,7 @@ from pi_server.store.index import SessionIndex
 from pi_server.store.records import F_ASSISTANT_TEXT, F_ERRORISH
 from pi_server.tree import titles
 from pi_server.tree.paths import Tree, build_tree
+from pi_server.tree.rowtitles import RowTitles, read_for_titles
 
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
 # bookkeeping entries the default and no-tools filters hide (pi 1.6.0 adds context_edit)
@@ -94,6 +95,7 @@ class Outline:
         self._layouts: OrderedDict[Any, Layout] = OrderedDict()
         self._search: list[str] | None = None
         self._rank: tuple[list[int], dict[int, int]] | None = None
+        self.titles = RowTitles(idx)
 
     def _check(self) -> None:
         if self._gen != self.idx.generation:
@@ -164,30 +166,6 @@ class Outline:
             entries = read_for_titles(idx, list(range(len(idx))))
             self._search = [titles.search_text(e, idx.label_of(idx.ids[p])).lower() for p, e in enumerate(entries)]
         return self._search
-
-    def tool_titles(self, entries: list[dict[str, Any]], order: list[int]) -> dict[str, str]:
-        """Titles of the tool calls the given tool results answer (pi's formatToolCall)."""
-        idx = self.idx
-        want: dict[str, int] = {}
-        for e in entries:
-            msg = e.get("message")
-            if e.get("type") == "message" and isinstance(msg, dict) and msg.get("role") == "toolResult":
-                call = msg.get("toolCallId")
-                if isinstance(call, str) and call in idx.call_pos:
-                    want[call] = self._definer(call, order)
-        if not want:
-            return {}
-        defs = dict(zip(want.values(), idx.read_entries(list(want.values())), strict=True))
-        out: dict[str, str] = {}
-        for call, pos in want.items():
-            content = (defs[pos].get("message") or {}).get("content")
-            block = None
-            for c in content if isinstance(content, list) else ():
-                if isinstance(c, dict) and c.get("type") == "toolCall" and c.get("id") == call:
-                    block = c  # a later block with the same id wins, as in pi's map
-            if block is not None:
-                out[call] = titles.tool_call_title(block.get("name"), block.get("arguments"))
-        return out
 
     def _definer(self, call: str, order: list[int]) -> int:
         """The assistant entry whose call pi shows: the last one in tree order."""
@@ -271,18 +249,6 @@ class Outline:
                     continue
             out.append(pos)
         return out
-
-
-def read_for_titles(idx: SessionIndex, positions: list[int]) -> list[dict[str, Any]]:
-    """The entries' title and search fields. The index's light read knows pi 0.73's entries;
-    a context_edit (pi 1.6.0) is read whole for its targetId and replacement."""
-    entries = idx.read_entries(positions, light=True)
-    types = idx.types
-    edits = [i for i, p in enumerate(positions) if types[p] == "context_edit"]
-    if edits:
-        for i, e in zip(edits, idx.read_entries([positions[i] for i in edits]), strict=True):
-            entries[i] = e
-    return entries
 
 
 def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
@@ -372,8 +338,10 @@ def get_tree(
     folded: list[str] | tuple[str, ...] = (),
     offset: int = 0,
     limit: int | None = None,
+    shared_gutters: bool = False,
 ) -> dict[str, Any]:
-    """The `pi/getTree` result for a window of rows."""
+    """The `pi/getTree` result for a window of rows. `shared_gutters`: rows name their
+    innermost gutter in the window's `gutterNodes` instead of carrying the list."""
     idx = outline.idx
     leaf = idx.by_id.get(leaf_id) if leaf_id is not None else None
     fset = frozenset(folded)
@@ -381,40 +349,73 @@ def get_tree(
     total = len(lay.rows)
     offset = max(0, min(offset, total))
     end = total if limit is None else min(total, offset + max(0, limit))
-    window = _within_budget(lay, offset, end)
+    window = _within_budget(lay, offset, end) if not shared_gutters else range(offset, end)
     positions = [lay.rows[r] for r in window]
-    entries = read_for_titles(idx, positions)
     order, active = outline.flat(leaf)
-    tool_titles = outline.tool_titles(entries, order)
+    texts = outline.titles.rows(positions, lambda call: outline._definer(call, order))
+    nodes = _SharedGutters(lay.nodes) if shared_gutters else None
+    ids, parents, types, roles, labels = idx.ids, idx.parents, idx.types, idx.roles, idx.labels
+    kids, vparent, indent, conns, gnode = lay.kids, lay.vparent, lay.indent, lay.connectors, lay.gutters
+    gutter_key, gutter = ("gutters", lay.gutters_json) if nodes is None else ("gutter", lambda r: nodes.local(gnode[r]))
     rows = []
-    for r, pos, entry in zip(window, positions, entries, strict=True):
-        eid = idx.ids[pos]
-        foldable = is_foldable(lay, pos)
-        vp = lay.vparent[pos]
+    for r, pos, (title, timestamp) in zip(window, positions, texts, strict=True):
+        eid = ids[pos]
+        vp = vparent[pos]
+        n = kids[pos]
         row: dict[str, Any] = {
             "id": eid,
-            "parentId": idx.parents[pos],
+            "parentId": parents[pos],
             # the parent in the filtered tree, so clients can nest rows without re-deriving pi's layout
-            "visibleParentId": idx.ids[vp] if vp != -1 else None,
-            "type": idx.types[pos],
-            "title": titles.display_title(entry, tool_titles),
-            "indent": lay.indent[r],
-            "connector": CONNECTORS[lay.connectors[r]],
-            "gutters": lay.gutters_json(r),
-            "onActivePath": bool(active[pos]),
+            "visibleParentId": ids[vp] if vp != -1 else None,
+            "type": types[pos],
+            "title": title,
+            "indent": indent[r],
+            "connector": CONNECTORS[conns[r]],
+            gutter_key: gutter(r),
+            "onActivePath": active[pos] == 1,
             "isLeaf": pos == leaf,
-            "foldable": foldable,
+            "foldable": n > 0 and (vp == -1 or kids[vp] > 1),  # is_foldable, inline
             "folded": eid in fset,
-            "childCount": lay.kids[pos],
-            "timestamp": entry.get("timestamp"),
+            "childCount": n,
+            "timestamp": timestamp,
         }
-        if idx.roles[pos] is not None:
-            row["role"] = idx.roles[pos]
-        label = idx.label_of(eid)
-        if label is not None:
-            row["label"] = label
+        if roles[pos] is not None:
+            row["role"] = roles[pos]
+        if eid in labels:
+            label = idx.label_of(eid)
+            if label is not None:
+                row["label"] = label
         rows.append(row)
-    return {"leafId": leaf_id, "total": total, "offset": offset, "rows": rows}
+    out = {"leafId": leaf_id, "total": total, "offset": offset, "rows": rows}
+    if nodes is not None:
+        out["gutterNodes"] = nodes.table
+    return out
+
+
+class _SharedGutters:
+    """The gutter nodes a window's rows use, numbered from 0 in the window, enclosing nodes
+    first: `[position, show, up]` with `up` the enclosing node's number (-1 for none)."""
+
+    def __init__(self, nodes: Gutters) -> None:
+        self.nodes = nodes
+        self.table: list[list[Any]] = []
+        self._local: dict[int, int] = {-1: -1}
+
+    def local(self, node: int) -> int:
+        known = self._local
+        hit = known.get(node)
+        if hit is not None:
+            return hit
+        chain = []
+        up = self.nodes.up
+        while node not in known:
+            chain.append(node)
+            node = up[node]
+        position, show, table = self.nodes.position, self.nodes.show, self.table
+        for n in reversed(chain):
+            known[n] = len(table)
+            table.append([position[n], show[n], known[up[n]]])
+        return known[chain[0]]
 
 
 # The most gutters one answer holds beyond its first MIN_ROWS rows: on a tree thousands of

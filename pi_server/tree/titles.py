@@ -40,20 +40,32 @@ def _home() -> str:
 
 def _resolve(p: str) -> str:
     """node's path.posix.resolve for an absolute path (no file system access)."""
+    if "//" not in p and "/." not in p and (len(p) == 1 or not p.endswith("/")):
+        return p  # already normal: most paths (normpath is the slow part of a title)
     out = posixpath.normpath(p)
     return "/" + out.lstrip("/") if out.startswith("//") else out
 
 
+_home_key: tuple[str, str, str] = ("", "", "")  # HOME, its resolved form, and that with "/"
+
+
 def _short(p: str) -> str:
     """pi 1.6.0's shortenHomePath: only absolute paths at or under HOME, normalized."""
+    global _home_key
     home = _home()
     if not home or not p.startswith("/"):
         return p
-    key, hkey = _resolve(p), _resolve(home if home.startswith("/") else os.path.join(os.getcwd(), home))
-    if key != hkey and not key.startswith(hkey if hkey.endswith("/") else hkey + "/"):
+    if _home_key[0] != home or not home.startswith("/"):  # a relative HOME follows the cwd
+        hkey = _resolve(home if home.startswith("/") else os.path.join(os.getcwd(), home))
+        _home_key = (home, hkey, hkey if hkey.endswith("/") else hkey + "/")
+    _, hkey, under = _home_key
+    key = _resolve(p)
+    if key == hkey:
+        return "~"
+    if not key.startswith(under):
         return p
-    rel = posixpath.relpath(key, hkey)
-    return "~" if rel == "." else "~/" + rel
+    # both are normalized absolute paths and key lies under hkey: the relative path is the rest
+    return "~/" + key[len(under) :]
 
 
 def _js_str(v: Any) -> str:
@@ -142,6 +154,28 @@ def read_line_range(offset: Any, limit: Any) -> str:
     return f":{js_number(start)}{'-' + js_number(end) if end and end == end else ''}"
 
 
+def user_title(content: Any) -> str:
+    return "user: " + _normalize(extract_content(content))
+
+
+def assistant_title(content: Any, stop_reason: Any, error: Any) -> str:
+    text = _normalize(extract_content(content))
+    if text:
+        return "assistant: " + text
+    if stop_reason == "aborted":
+        return "assistant: (aborted)"
+    if error:
+        return "assistant: " + u16slice(_normalize(_js_str(error)), 0, 80)
+    return "assistant: (no content)"
+
+
+def tool_result_title(call: Any, name: Any, tool_titles: dict[str, str]) -> str:
+    """The call's title (tool_titles: by call id), else the tool's name."""
+    if call and isinstance(call, str) and call in tool_titles:
+        return tool_titles[call]
+    return f"[{'tool' if name is None else _js_str(name)}]"
+
+
 def display_title(entry: dict[str, Any], tool_titles: dict[str, str]) -> str:
     """pi's getEntryDisplayText without colours."""
     t = entry.get("type")
@@ -149,23 +183,11 @@ def display_title(entry: dict[str, Any], tool_titles: dict[str, str]) -> str:
         msg = entry.get("message") if isinstance(entry.get("message"), dict) else {}
         role = msg.get("role")
         if role == "user":
-            return "user: " + _normalize(extract_content(msg.get("content")))
+            return user_title(msg.get("content"))
         if role == "assistant":
-            text = _normalize(extract_content(msg.get("content")))
-            if text:
-                return "assistant: " + text
-            if msg.get("stopReason") == "aborted":
-                return "assistant: (aborted)"
-            err = msg.get("errorMessage")
-            if err:
-                return "assistant: " + u16slice(_normalize(_js_str(err)), 0, 80)
-            return "assistant: (no content)"
+            return assistant_title(msg.get("content"), msg.get("stopReason"), msg.get("errorMessage"))
         if role == "toolResult":
-            call = msg.get("toolCallId")
-            if call and isinstance(call, str) and call in tool_titles:
-                return tool_titles[call]
-            name = msg.get("toolName")
-            return f"[{'tool' if name is None else _js_str(name)}]"
+            return tool_result_title(msg.get("toolCallId"), msg.get("toolName"), tool_titles)
         if role == "bashExecution":
             cmd = msg.get("command")
             return f"[bash]: {_normalize(_js_str(cmd) if cmd is not None else '')}"

@@ -17,6 +17,20 @@ local function hl_groups_on(lnum)
 end
 
 return {
+  { "gutters shared per window expand to each row's own gutters", function()
+    H.setup()
+    local file = H.shop()
+    local render = require("pi_sessions.render")
+    for _, filter in ipairs({ "default", "all", "no-tools" }) do
+      for _, w in ipairs({ { 0, 1000 }, { 3, 5 } }) do
+        local params = { session = file, filter = filter, offset = w[1], limit = w[2] }
+        local plain = H.request("pi/getTree", params)
+        local shared = H.request("pi/getTree", vim.tbl_extend("force", params, { sharedGutters = true }))
+        H.truthy(type(shared.gutterNodes) == "table" and shared.rows[1].gutters == nil, "the shared form")
+        H.eq(plain, render.expand_gutters(shared), filter .. " " .. w[1])
+      end
+    end
+  end },
   { "rows equal `pi-server tree`, cursor on the leaf, scratch buffer", function()
     local file = H.shop()
     H.open(file)

@@ -1,5 +1,5 @@
 // Pure text helpers: how sessions and rows read in the views.
-import type { SessionInfo, TreeRow } from "./protocol";
+import type { Gutter, SessionInfo, TreeResult, TreeRow } from "./protocol";
 
 const UNITS: [number, string][] = [
   [60, "s"],
@@ -51,6 +51,24 @@ export function shortPath(path: string, home: string | undefined): string {
 /** The row as pi's /tree writes it after the prefix: `[label] title`. */
 export function rowText(row: TreeRow): string {
   return row.label ? `[${row.label}] ${row.title}` : row.title;
+}
+
+/**
+ * A `sharedGutters` answer back in the per-row form (docs/protocol.md, `pi/getTree`): each
+ * node's list is its `up`'s plus itself, built once and shared by the rows that use it.
+ */
+export function expandGutters(res: TreeResult): TreeResult {
+  const nodes = res.gutterNodes;
+  if (!nodes) return res;
+  const lists: Gutter[][] = [];
+  for (const [position, show, up] of nodes) lists.push([...(up >= 0 ? lists[up] : []), { position, show }]);
+  for (const row of res.rows) {
+    const g = row.gutter ?? -1;
+    row.gutters = g >= 0 ? lists[g] : [];
+    delete row.gutter;
+  }
+  delete res.gutterNodes;
+  return res;
 }
 
 /** The gutter and connector characters pi draws before a row (docs/protocol.md, `pi/getTree`). */

@@ -28,7 +28,9 @@ export interface TreeRow {
   label?: string;
   indent: number;
   connector: "" | "├─" | "└─";
-  gutters: { position: number; show: boolean }[];
+  gutters: Gutter[];
+  /** With `sharedGutters`: the index of the row's innermost gutter in `gutterNodes` (-1: none). */
+  gutter?: number;
   onActivePath: boolean;
   isLeaf: boolean;
   foldable: boolean;
@@ -37,11 +39,18 @@ export interface TreeRow {
   timestamp?: string;
 }
 
+export interface Gutter {
+  position: number;
+  show: boolean;
+}
+
 export interface TreeResult {
   leafId: string | null;
   total: number;
   offset: number;
   rows: TreeRow[];
+  /** With `sharedGutters`: `[position, show, up]`, each node's `up` before it (-1: outermost). */
+  gutterNodes?: [number, boolean, number][];
 }
 
 export interface SwitchResult {

@@ -1,5 +1,6 @@
 // The Tree view's model: pi's /tree rows for one session, loaded by window, nested for a tree widget.
 import { type EditState, editStates } from "./contextEdits";
+import { expandGutters } from "./format";
 import type { Filter, Rpc, TreeResult, TreeRow } from "./protocol";
 import { fetchStats, type SessionStats } from "./stats";
 
@@ -119,10 +120,11 @@ export class TreeModel {
   }
 
   private fetch(offset: number, limit: number): Promise<TreeResult> {
-    const params: Record<string, unknown> = { session: this.session, filter: this.filter, offset, limit };
+    // gutters once per window: a deep tree's rows would carry ~100 each
+    const params: Record<string, unknown> = { session: this.session, filter: this.filter, offset, limit, sharedGutters: true };
     if (this.search) params.search = this.search;
     if (this.folded.size) params.folded = [...this.folded];
-    return this.rpc.request<TreeResult>("pi/getTree", params);
+    return this.rpc.request<TreeResult>("pi/getTree", params).then(expandGutters);
   }
 
   private apply(res: TreeResult, rows: TreeRow[]): void {

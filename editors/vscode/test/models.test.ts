@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { appendFileSync, readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import type { TreeResult, TreeRow } from "../src/protocol";
+import { expandGutters } from "../src/format";
 import { groupSessions, SessionsModel } from "../src/sessionsModel";
 import { TreeModel } from "../src/treeModel";
 import { cli, file, type Sandbox, sandbox, type Server, startServer, until } from "./server";
@@ -92,6 +93,20 @@ test("tree: the server's rows, nested so that collapsing a row hides what pi's f
   assert.deepEqual(model.children(row), []);
   await model.setFolded(foldable[1].id, false);
   assert.ok(model.children(model.row(foldable[1].id)).length > 0);
+});
+
+test("tree: gutters shared per window expand to each row's own gutters", async () => {
+  const shop = file(box, SHOP);
+  for (const filter of ["default", "all", "no-tools", "user-only"]) {
+    for (const [offset, limit] of [[0, 1000], [3, 5]]) {
+      const params = { session: shop, filter, offset, limit };
+      const plain: TreeResult = await server.request<TreeResult>("pi/getTree", params);
+      const shared: TreeResult = await server.request<TreeResult>("pi/getTree", { ...params, sharedGutters: true });
+      assert.ok(shared.gutterNodes && shared.rows.every((r) => r.gutter !== undefined && !("gutters" in r)));
+      assert.ok(plain.rows.some((r) => r.gutters.length > 0) || filter === "user-only");
+      assert.deepEqual(expandGutters(shared), plain, `${filter} ${offset}`);
+    }
+  }
 });
 
 test("tree: windows load on demand and add up to the whole tree", async () => {

@@ -27,7 +27,7 @@ async def get_tree_rows(ls: Host, p: params.GetTree) -> Any:
         leaf = live.leaf_id if p.leafId is params.UNSET else p.leafId
         if leaf is not None:
             ls.registry.entry_pos(live, leaf)
-        return get_tree(live.outline, leaf, p.filter, p.search or "", p.folded, p.offset, p.limit)
+        return get_tree(live.outline, leaf, p.filter, p.search or "", p.folded, p.offset, p.limit, p.sharedGutters)
 
     return await ls.core(run)
 

@@ -2,6 +2,31 @@
 -- highlight spans for it. No Neovim state, so it is unit-testable.
 local M = {}
 
+--- A `sharedGutters` answer back in the per-row form (docs/protocol.md, pi/getTree):
+--- each node's list is its `up`'s plus itself (an `up` comes before its nodes), built
+--- once and shared by the rows that use it. Returns the result, changed in place.
+function M.expand_gutters(result)
+  local nodes = result and result.gutterNodes
+  if type(nodes) ~= "table" then
+    return result
+  end
+  local lists = {} -- 0-based node index -> its gutters, outermost first
+  for i, n in ipairs(nodes) do
+    local list = {}
+    for k, g in ipairs(lists[n[3]] or {}) do
+      list[k] = g
+    end
+    list[#list + 1] = { position = n[1], show = n[2] }
+    lists[i - 1] = list
+  end
+  for _, row in ipairs(result.rows or {}) do
+    row.gutters = lists[row.gutter] or {}
+    row.gutter = nil
+  end
+  result.gutterNodes = nil
+  return result
+end
+
 --- Gutters, connector and fold mark before a row (docs/protocol.md, pi/getTree).
 function M.prefix(row)
   local gut = {}

@@ -4,6 +4,7 @@
 -- finding its own.
 local client = require("pi_sessions.client")
 local config = require("pi_sessions.config")
+local render = require("pi_sessions.render")
 
 local M = {}
 
@@ -115,6 +116,7 @@ function Sidebar:tree_params(offset, limit)
     folded = folded,
     offset = offset,
     limit = limit,
+    sharedGutters = true, -- gutters once per window: a deep tree's rows would carry ~100 each
   }
 end
 
@@ -123,6 +125,9 @@ function Sidebar:request(method, params, cb, opts)
   self.busy = self.busy + 1
   client.request(method, params, function(err, result)
     self.busy = self.busy - 1
+    if method == "pi/getTree" and not err then
+      render.expand_gutters(result)
+    end
     cb(err, result)
   end, opts)
 end
