@@ -18,6 +18,7 @@ from pi_server.store.index import SessionIndex
 from pi_server.store.records import F_ASSISTANT_TEXT, F_ERRORISH
 from pi_server.tree import titles
 from pi_server.tree.paths import Tree, build_tree
+from pi_server.tree.walk import Column, Walker
 
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
 # bookkeeping entries the default and no-tools filters hide (pi 1.6.0 adds context_edit)
@@ -60,17 +61,24 @@ CONNECTORS = ("", "├─", "└─")
 
 @dataclass(slots=True)
 class Layout:
-    """Compact arrays: a 100,000-entry tree's layout costs a few megabytes, not tens."""
+    """Compact arrays: a 100,000-entry tree's layout costs a few megabytes, not tens.
+    The per-row columns (indent, connectors, gutters) are laid out as far as they are read."""
 
     rows: array  # positions, in display order
-    indent: array  # display indent per row
-    connectors: bytes  # index into CONNECTORS per row
-    gutters: array  # gutter node per row (-1: none)
-    nodes: Gutters
+    indent: Column  # display indent per row
+    connectors: Column  # index into CONNECTORS per row
+    gutters: Column  # gutter node per row (-1: none)
+    nodes: Gutters  # those of the rows laid out so far
     kids: array  # visible children per position
     vparent: array  # visible parent per position (-1: root; meaningful for visible entries)
     multiple_roots: bool
+    walker: Walker | None = None
     _gjson: dict[int, list[dict[str, Any]]] | None = None
+
+    def upto(self, end: int) -> None:
+        """Lay out the rows before `end`."""
+        if self.walker is not None:
+            self.walker.upto(end)
 
     def gutters_json(self, row: int) -> list[dict[str, Any]]:
         """Rows share gutter nodes with their siblings; build each JSON list once."""
@@ -201,18 +209,22 @@ class Outline:
         placed = [p for p in dups if p in rank]
         return max(placed, key=rank.__getitem__) if placed else idx.call_pos[call]
 
-    def layout(self, leaf: int | None, filt: str, search: str, folded: frozenset[str]) -> Layout:
+    def layout(
+        self, leaf: int | None, filt: str, search: str, folded: frozenset[str], rows: int | None = None
+    ) -> Layout:
+        """The layout, its rows laid out up to `rows` (all of them by default; more on reading)."""
         key = (leaf, filt, search, folded)
-        hit = self._layouts.get(key)
-        if hit is not None and self._gen == self.idx.generation:
+        lay = self._layouts.get(key)
+        if lay is not None and self._gen == self.idx.generation:
             self._layouts.move_to_end(key)
-            return hit
-        order, _active = self.flat(leaf)
-        visible = self._visible(order, leaf, filt, search, folded)
-        lay = _compute_layout(self.tree, order, visible)
-        self._layouts[key] = lay
-        if len(self._layouts) > 16:
-            self._layouts.popitem(last=False)
+        else:
+            order, _active = self.flat(leaf)
+            visible = self._visible(order, leaf, filt, search, folded)
+            lay = _compute_layout(self.tree, order, visible)
+            self._layouts[key] = lay
+            if len(self._layouts) > 16:
+                self._layouts.popitem(last=False)
+        lay.upto(len(lay.rows) if rows is None else rows)
         return lay
 
     def _visible(self, order: list[int], leaf: int | None, filt: str, search: str, folded: frozenset[str]) -> list[int]:
@@ -313,46 +325,19 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
             nxt[k] = pos
         last[a] = pos
         kids[a] += 1
-    multiple = len(vroots) > 1
-    indent = [0] * n
-    connector = bytearray(n)
-    gutters = [-1] * n
     nodes = Gutters([], [], [], [])
-    stack: list[tuple[int, int, bool, bool, bool, int, bool]] = []
-    for i in range(len(vroots) - 1, -1, -1):
-        stack.append((vroots[i], 1 if multiple else 0, multiple, multiple, i == len(vroots) - 1, -1, multiple))
-    while stack:
-        pos, ind, just_branched, show_conn, is_last, gut, virtual_child = stack.pop()
-        while True:  # follow single-child chains without the stack
-            display = (ind - 1 if ind > 0 else 0) if multiple else ind
-            indent[pos] = display
-            gutters[pos] = gut
-            if show_conn and not virtual_child:
-                connector[pos] = 2 if is_last else 1
-                gut = nodes.add(display - 1 if display > 0 else 0, not is_last, gut)  # for the children
-            c = first[pos]
-            if c == -1:
-                break
-            if nxt[c] != -1:
-                child_ind = ind + 1
-                below = []
-                while c != -1:
-                    below.append(c)
-                    c = nxt[c]
-                for i in range(len(below) - 1, -1, -1):
-                    stack.append((below[i], child_ind, True, True, i == len(below) - 1, gut, False))
-                break
-            child_ind = ind + 1 if just_branched and ind > 0 else ind
-            pos, ind, just_branched, show_conn, is_last, virtual_child = c, child_ind, False, False, True, False
+    walker = Walker(nodes, first, nxt, vroots, len(visible))
+    indent, connectors, gutters = (Column(c, walker.upto) for c in walker.columns)
     return Layout(
         rows=array("l", visible),
-        indent=array("i", [indent[p] for p in visible]),
-        connectors=bytes([connector[p] for p in visible]),
-        gutters=array("l", [gutters[p] for p in visible]),
+        indent=indent,
+        connectors=connectors,
+        gutters=gutters,
         nodes=nodes,
         kids=kids,
         vparent=nva,
-        multiple_roots=multiple,
+        multiple_roots=len(vroots) > 1,
+        walker=walker,
     )
 
 
@@ -377,7 +362,7 @@ def get_tree(
     idx = outline.idx
     leaf = idx.by_id.get(leaf_id) if leaf_id is not None else None
     fset = frozenset(folded)
-    lay = outline.layout(leaf, filt, search or "", fset)
+    lay = outline.layout(leaf, filt, search or "", fset, rows=0)  # rows laid out as the window reads them
     total = len(lay.rows)
     offset = max(0, min(offset, total))
     end = total if limit is None else min(total, offset + max(0, limit))
