@@ -8,8 +8,9 @@ left untouched for the per-line path.
 
 from __future__ import annotations
 
-from itertools import accumulate, compress, pairwise, repeat
-from operator import ne, sub
+from bisect import bisect_left
+from itertools import compress, pairwise, repeat
+from operator import eq, ne, sub
 from typing import Any
 
 import msgspec
@@ -73,6 +74,17 @@ class _RawMsg:
         self.content = content
 
 
+def _fill(out: list[int], marks: list[int], start: int, end: int, v: int) -> None:
+    """Append, for each position of start..end-1, the last of `marks` at or before it
+    (`v` before the first): a run of the same value between two marks at a time."""
+    lo = bisect_left(marks, start)
+    add = out.extend
+    for m in marks[lo : bisect_left(marks, end, lo)]:
+        add(repeat(v, m - start))
+        v = start = m
+    add(repeat(v, end - start))
+
+
 class BatchIndexer:
     """The chunk-at-once path of SessionIndex (which provides the attributes used here)."""
 
@@ -126,9 +138,9 @@ class BatchIndexer:
         self.roles.extend(roles)
         self.flags.extend(flags)
         offs = [base + start, *map((base + 1).__add__, nls[:-1])]
-        self.offsets.extend(offs)
-        self.lengths.extend(map(sub, map(base.__add__, nls), offs))
-        self.lines.extend(range(self._line_no, self._line_no + n))
+        self.offsets.fromlist(offs)  # fromlist: much faster than extend from a list
+        self.lengths.fromlist(list(map(sub, map(base.__add__, nls), offs)))
+        self.lines.fromlist(list(range(self._line_no, self._line_no + n)))
         self._line_no += n
         self._ordinal += n
         if "label" in canon_of or "session_info" in canon_of:
@@ -162,8 +174,8 @@ class BatchIndexer:
         """Parents (sharing the id strings) and the nearest model/thinking/compaction ancestors.
 
         Most entries follow the one before them: those runs take their parent and their
-        ancestors from it in C-level passes (a running max of the setting positions); only
-        the entries that start a branch, or whose parent is unknown, are looked at one by one."""
+        ancestors from it in C-level passes (runs of the same value between setting entries);
+        only the entries that start a branch, or whose parent is unknown, are looked at one by one."""
         n = len(navs)
         ids = self.ids
         raw = [v.parentId for v in navs]
@@ -175,11 +187,9 @@ class BatchIndexer:
             for t, r in zip(types, roles, strict=True)
         ]
         rng = range(first, first + n)
-        marks = [
-            [p if k == kind else -1 for p, k in zip(rng, kinds, strict=True)] if kind in kinds else None
-            for kind in (MODEL, THINKING, COMPACTION)
-        ]
+        marks = [list(compress(rng, map(eq, kinds, repeat(kind)))) for kind in (MODEL, THINKING, COMPACTION)]
         outs = (self.anc_model, self.anc_thinking, self.anc_compaction)
+        fills: tuple[list[int], list[int], list[int]] = ([], [], [])
         if not starts or starts[0]:
             starts.insert(0, 0)
         starts.append(n)
@@ -194,15 +204,11 @@ class BatchIndexer:
                 init: tuple[int, ...] = (-1, -1, -1)
             else:
                 parents[s] = ids[q]
-                init = (outs[0][q], outs[1][q], outs[2][q])
-            for out, mark, v in zip(outs, marks, init, strict=True):
-                if mark is None:
-                    out.extend(repeat(v, e - s))
-                else:
-                    seg = mark[s:e]
-                    if seg[0] < v:
-                        seg[0] = v
-                    out.extend(accumulate(seg, max))
+                init = tuple(out[q] for out in outs) if q < first else tuple(f[q - first] for f in fills)
+            for fill, mark, v in zip(fills, marks, init, strict=True):
+                _fill(fill, mark, first + s, first + e, v)
+        for out, fill in zip(outs, fills, strict=True):
+            out.fromlist(fill)
         self.parents.extend(parents)
 
     def _batch_messages(self, navs: list[Nav], types: list[str], first: int) -> tuple[list[Any], bytes]:
