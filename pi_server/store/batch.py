@@ -20,7 +20,7 @@ from pi_server.store.decode import DECODE_ERRORS, Nav, canon, decode_blocks, int
 from pi_server.store.records import COMPACTION, F_ASSISTANT_TEXT, F_ERRORISH, F_HAS_CONTENT, MODEL, THINKING
 
 
-class FlagBlock(msgspec.Struct):
+class FlagBlock(msgspec.Struct, gc=False):
     type: Any = None
     text: Any = None
     id: Any = None
