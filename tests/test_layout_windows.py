@@ -35,6 +35,11 @@ def test_windows_laid_out_as_read_equal_the_whole_layout(oracle: dict[str, Any],
                 rows, total = whole["rows"], whole["total"]
                 if len(rows) < total:
                     continue  # cut at the gutter budget: test_hostile pages through such trees
+                # each row's visible children, counted apart from the layout's own count
+                below: dict[Any, int] = {}
+                for r in rows:
+                    below[r["visibleParentId"]] = below.get(r["visibleParentId"], 0) + 1
+                assert [r["childCount"] for r in rows] == [below.get(r["id"], 0) for r in rows]
                 fresh = outline.Outline(idx)
                 offsets = [0, max(0, total - 3), *(rnd.randrange(total + 1) for _ in range(3))]
                 for off in offsets:  # out of order: later rows first, then earlier ones again

@@ -18,7 +18,7 @@ from pi_server.store.index import SessionIndex
 from pi_server.store.records import F_ASSISTANT_TEXT, F_ERRORISH
 from pi_server.tree import titles
 from pi_server.tree.paths import Tree, build_tree
-from pi_server.tree.walk import Column, Walker
+from pi_server.tree.walk import ByPosition, Column, VisibleTree, Walker
 
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
 # bookkeeping entries the default and no-tools filters hide (pi 1.6.0 adds context_edit)
@@ -69,8 +69,8 @@ class Layout:
     connectors: Column  # index into CONNECTORS per row
     gutters: Column  # gutter node per row (-1: none)
     nodes: Gutters  # those of the rows laid out so far
-    kids: array  # visible children per position
-    vparent: array  # visible parent per position (-1: root; meaningful for visible entries)
+    kids: ByPosition  # visible children per position
+    vparent: ByPosition  # visible parent per position (-1: root; meaningful for visible entries)
     multiple_roots: bool
     walker: Walker | None = None
     _gjson: dict[int, list[dict[str, Any]]] | None = None
@@ -218,9 +218,9 @@ class Outline:
         if lay is not None and self._gen == self.idx.generation:
             self._layouts.move_to_end(key)
         else:
-            order, _active = self.flat(leaf)
+            order, active = self.flat(leaf)
             visible = self._visible(order, leaf, filt, search, folded)
-            lay = _compute_layout(self.tree, order, visible)
+            lay = _compute_layout(self.tree, active, visible)
             self._layouts[key] = lay
             if len(self._layouts) > 16:
                 self._layouts.popitem(last=False)
@@ -297,36 +297,16 @@ def read_for_titles(idx: SessionIndex, positions: list[int]) -> list[dict[str, A
     return entries
 
 
-def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
-    n = len(tree.parent)
-    vis = bytearray(n)
+def _compute_layout(tree: Tree, active: bytearray, visible: list[int]) -> Layout:
+    """The layout of the visible entries (in the order of `flat`); their visible parents
+    and children, and the rows' drawing, are found as rows are read (tree/walk.py)."""
+    vis = bytearray(len(tree.parent))
     for pos in visible:
         vis[pos] = 1
-    # nearest visible ancestor, in one pre-order pass (parents come first)
-    nva = array("l", [-1]) * n
-    parent = tree.parent
-    for pos in order:
-        p = parent[pos]
-        if p != -1:
-            nva[pos] = p if vis[p] else nva[p]
-    # visible children as first-child / next-sibling arrays, and their counts
-    first, nxt, last = array("l", [-1]) * n, array("l", [-1]) * n, array("l", [-1]) * n
-    kids = array("i", [0]) * n
-    vroots: list[int] = []
-    for pos in visible:
-        a = nva[pos]
-        if a == -1:
-            vroots.append(pos)
-            continue
-        k = last[a]
-        if k == -1:
-            first[a] = pos
-        else:
-            nxt[k] = pos
-        last[a] = pos
-        kids[a] += 1
+    vt = VisibleTree(tree, active, vis)
+    vroots = vt.below(sorted(tree.roots, key=lambda p: not active[p]))  # as `flat`: active root first
     nodes = Gutters([], [], [], [])
-    walker = Walker(nodes, first, nxt, vroots, len(visible))
+    walker = Walker(nodes, vt, vroots, len(visible))
     indent, connectors, gutters = (Column(c, walker.upto) for c in walker.columns)
     return Layout(
         rows=array("l", visible),
@@ -334,8 +314,8 @@ def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
         connectors=connectors,
         gutters=gutters,
         nodes=nodes,
-        kids=kids,
-        vparent=nva,
+        kids=ByPosition(vt.kids),
+        vparent=ByPosition(vt.vparent),
         multiple_roots=len(vroots) > 1,
         walker=walker,
     )

@@ -33,16 +33,91 @@ class Column:
         return len(self.data)
 
 
+class VisibleTree:
+    """The visible entries as a tree of their own, found as far as asked: an entry's visible
+    children are its children, and those found below its hidden children, in the layout's
+    order (the branch holding the leaf first). Each entry's are found once, on first need."""
+
+    __slots__ = ("_first", "_kids", "_parent", "_vis", "active", "count", "nxt")
+
+    def __init__(self, tree: Any, active: bytearray, vis: bytearray) -> None:
+        n = len(tree.parent)
+        self._parent = tree.parent
+        self._kids = tree.children.get
+        self._vis = vis
+        self.active = active
+        self._first = array("l", [-2]) * n  # -2: not found yet
+        self.nxt = array("l", [-1]) * n
+        self.count = array("i", [0]) * n
+
+    def ordered(self, kids: list[int]) -> list[int]:
+        active = self.active
+        on_path = [k for k in kids if active[k]]
+        return on_path + [k for k in kids if not active[k]] if on_path else kids
+
+    def below(self, kids: list[int]) -> list[int]:
+        """The visible entries among `kids` and below the hidden ones, in pre-order."""
+        out: list[int] = []
+        vis, kids_of = self._vis, self._kids
+        stack = kids[::-1]
+        while stack:
+            k = stack.pop()
+            if vis[k]:
+                out.append(k)
+            else:
+                more = kids_of(k)
+                if more:
+                    stack.extend(self.ordered(more)[::-1])
+        return out
+
+    def first(self, pos: int) -> int:
+        """The first visible child of a visible entry (-1: none)."""
+        c = self._first[pos]
+        if c == -2:
+            kids = self._kids(pos)
+            found = self.below(self.ordered(kids)) if kids else []
+            nxt = self.nxt
+            for a, b in zip(found, found[1:], strict=False):
+                nxt[a] = b
+            self.count[pos] = len(found)
+            c = self._first[pos] = found[0] if found else -1
+        return c
+
+    def kids(self, pos: int) -> int:
+        self.first(pos)
+        return self.count[pos]
+
+    def vparent(self, pos: int) -> int:
+        """The nearest visible entry above a visible one (-1: none)."""
+        parent, vis = self._parent, self._vis
+        p = parent[pos]
+        while p != -1 and not vis[p]:
+            p = parent[p]
+        return p
+
+
+class ByPosition:
+    """A per-entry value computed on reading (`layout.kids[pos]`, `layout.vparent[pos]`)."""
+
+    __slots__ = ("get",)
+
+    def __init__(self, get: Any) -> None:
+        self.get = get
+
+    def __getitem__(self, pos: int) -> int:
+        return self.get(pos)
+
+
 class Walker:
     """Lays out a layout's rows as far as asked, in pre-order of the visible tree (its row order)."""
 
     __slots__ = ("_more", "_want", "columns", "total")
 
-    def __init__(self, nodes: Any, first: array, nxt: array, vroots: list[int], total: int) -> None:
+    def __init__(self, nodes: Any, vt: VisibleTree, vroots: list[int], total: int) -> None:
         self.columns = (array("i"), bytearray(), array("l"))  # indent, connector, gutter node
         self.total = total
         self._want = [0]
-        self._more: Iterator[None] | None = walk(self.columns, nodes, first, nxt, vroots, self._want)
+        self._more: Iterator[None] | None = walk(self.columns, nodes, vt, vroots, self._want)
 
     def upto(self, end: int) -> None:
         """Lay out the rows before `end` (at least twice those so far: paging on stays linear)."""
@@ -58,8 +133,7 @@ class Walker:
 def walk(
     out: tuple[array, bytearray, array],
     nodes: Any,
-    first: array,
-    nxt: array,
+    vt: VisibleTree,
     vroots: list[int],
     want: list[int],
 ) -> Iterator[None]:
@@ -71,6 +145,7 @@ def walk(
     for i in range(len(vroots) - 1, -1, -1):
         stack.append((vroots[i], 1 if multiple else 0, multiple, multiple, i == len(vroots) - 1, -1, multiple))
     add_ind, add_conn, add_gut = indent.append, connector.append, gutters.append
+    first, nxt = vt.first, vt.nxt
     while stack:
         pos, ind, just_branched, show_conn, is_last, gut, virtual_child = stack.pop()
         while True:  # follow single-child chains without the stack
@@ -84,7 +159,7 @@ def walk(
                 gut = nodes.add(display - 1 if display > 0 else 0, not is_last, gut)  # for the children
             else:
                 add_conn(0)
-            c = first[pos]
+            c = first(pos)
             if c == -1:
                 break
             if nxt[c] != -1:
