@@ -18,6 +18,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def _facts(idx: SessionIndex) -> dict[str, Any]:
     return {
         "ids": idx.ids,
+        "by_id": idx.by_id,
         "parents": idx.parents,
         "types": idx.types,
         "roles": idx.roles,
@@ -127,3 +128,49 @@ def test_many_runs_index_alike(oracle: dict[str, Any], tmp_path: Path) -> None:
         copy += 1
     n = _compare(b"\n".join(out) + b"\n", tmp_path, 200)
     assert n > 3 * len(body)
+
+
+def test_unusual_runs_index_alike(oracle: dict[str, Any], tmp_path: Path) -> None:
+    """Runs holding what the run-at-a-time path must take like the line-by-line one: ids seen
+    in an earlier run, parents named after their child or never, parents, roles and stop
+    reasons that are not strings (some not even hashable), settings and compactions mid-run."""
+    src = max((Path(f["file"]) for f in oracle["files"] if f["kind"] == "generated"), key=lambda p: p.stat().st_size)
+    lines = src.read_bytes().splitlines()
+    header, body = lines[0], [json.loads(x) for x in lines[1:] if x.strip()]
+    seen: set[str] = set()
+    body = [e for e in body if isinstance(e.get("id"), str) and not (e["id"] in seen or seen.add(e["id"]))]
+    out = [header]
+    copy = 0
+    odd: list[Any] = [["x"], {"a": 1}, 7, None, True]
+    planted = False
+    while sum(map(len, out)) < 4 * scan.BATCH:
+        for i, e in enumerate(body):
+            e = json.loads(json.dumps(e))
+            e["id"] = f"c{copy}-{e['id']}"
+            if e.get("parentId"):
+                e["parentId"] = f"c{copy}-{e['parentId']}"
+            if i % 97 == 5:
+                e["parentId"] = f"c{copy}-{body[min(i + 3, len(body) - 1)]['id']}"  # named after its child
+            elif i % 89 == 7:
+                e["parentId"] = odd[(i + copy) % len(odd)]
+            elif i % 83 == 11:
+                e["parentId"] = "nowhere" if not planted else f"c0-{body[3]['id']}"
+            msg = e.get("message")
+            if isinstance(msg, dict) and i % 79 == 13:
+                msg["role"] = odd[(i + copy) % len(odd)]
+            if isinstance(msg, dict) and i % 73 == 17:
+                msg["stopReason"] = odd[(i + copy) % len(odd)]
+            out.append(json.dumps(e).encode())
+            if i % 101 == 19:
+                kind = ("thinking_level_change", "compaction", "model_change")[(i + copy) % 3]
+                extra = {"type": kind, "id": f"k{copy}-{i}", "parentId": e["id"], "timestamp": "2025-01-01T00:00:00Z"}
+                extra.update(thinkingLevel="high", summary="s", firstKeptEntryId=e["id"], tokensBefore=1)
+                out.append(json.dumps(extra).encode())
+        if not planted and sum(map(len, out)) > 2 * scan.BATCH:  # a run repeating an id of the first copy: later runs check ids first
+            dup = json.loads(json.dumps(body[-1]))
+            dup["id"] = f"c0-{body[3]['id']}"
+            out.append(json.dumps(dup).encode())  # what follows may name it as a parent
+            planted = True
+        copy += 1
+    n = _compare(b"\n".join(out) + b"\n", tmp_path, 300)
+    assert n > 4 * len(body)

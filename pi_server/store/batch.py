@@ -8,6 +8,9 @@ left untouched for the per-line path.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from itertools import compress, pairwise, repeat
+from operator import eq, ne, sub
 from typing import Any
 
 import msgspec
@@ -17,7 +20,7 @@ from pi_server.store.decode import DECODE_ERRORS, Nav, canon, decode_blocks, int
 from pi_server.store.records import COMPACTION, F_ASSISTANT_TEXT, F_ERRORISH, F_HAS_CONTENT, MODEL, THINKING
 
 
-class FlagBlock(msgspec.Struct):
+class FlagBlock(msgspec.Struct, gc=False):
     type: Any = None
     text: Any = None
     id: Any = None
@@ -27,6 +30,8 @@ _lines_decoder = msgspec.json.Decoder(Nav)
 _blocks_decoder = msgspec.json.Decoder(list[list[FlagBlock] | str | None])
 _KINDS = {"model_change": MODEL, "thinking_level_change": THINKING, "compaction": COMPACTION}
 _NOT_ERRORS = frozenset(("", "stop", "toolUse"))
+_QUIET = _NOT_ERRORS | {None}
+_HAS_CONTENT = bytes([0, F_HAS_CONTENT]) + bytes(254)  # a content flag of 0/1 to its bit
 
 
 def decode_chunk(buf: bytes, start: int, last: int) -> tuple[list[Nav], list[int]] | None:
@@ -69,6 +74,17 @@ class _RawMsg:
         self.content = content
 
 
+def _fill(out: list[int], marks: list[int], start: int, end: int, v: int) -> None:
+    """Append, for each position of start..end-1, the last of `marks` at or before it
+    (`v` before the first): a run of the same value between two marks at a time."""
+    lo = bisect_left(marks, start)
+    add = out.extend
+    for m in marks[lo : bisect_left(marks, end, lo)]:
+        add(repeat(v, m - start))
+        v = start = m
+    add(repeat(v, end - start))
+
+
 class BatchIndexer:
     """The chunk-at-once path of SessionIndex (which provides the attributes used here)."""
 
@@ -95,6 +111,7 @@ class BatchIndexer:
     version: int
     _line_no: int
     _ordinal: int
+    _dup_seen: bool  # a chunk held an id seen before
 
     def _listing_facts(self, role: str, blocks: Any, has_content: bool, msg_ts: Any, entry_ts: Any) -> None: ...
 
@@ -106,72 +123,93 @@ class BatchIndexer:
         navs, nls = got
         ids = [v.id for v in navs]
         types = [v.type for v in navs]
-        if {type(x) for x in ids} != {str} or {type(t) for t in types} != {str} or "session" in types:
+        if set(map(type, ids)) != {str} or set(map(type, types)) != {str} or "session" in types:
             return False
-        by_id = self.by_id
+        if not self._take_ids(ids):
+            return False
         n = len(ids)
-        if len(set(ids)) != n or not by_id.keys().isdisjoint(ids):
-            return False
         first = len(self.ids)
         canon_of = {t: interned.get(t) or canon(t) for t in set(types)}
-        types = [canon_of[t] for t in types]
-        by_id.update(zip(ids, range(first, first + n), strict=True))
+        types = list(map(canon_of.__getitem__, types))
         self.ids.extend(ids)
         roles, flags = self._batch_messages(navs, types, first)
         self._batch_tree(navs, types, roles, first)
         self.types.extend(types)
         self.roles.extend(roles)
         self.flags.extend(flags)
-        offs = [base + start, *(base + x + 1 for x in nls[:-1])]
-        self.offsets.extend(offs)
-        self.lengths.extend([base + x - o for x, o in zip(nls, offs, strict=True)])
-        self.lines.extend(range(self._line_no, self._line_no + n))
+        offs = [base + start, *map((base + 1).__add__, nls[:-1])]
+        self.offsets.fromlist(offs)  # fromlist: much faster than extend from a list
+        self.lengths.fromlist(list(map(sub, map(base.__add__, nls), offs)))
+        self.lines.fromlist(list(range(self._line_no, self._line_no + n)))
         self._line_no += n
         self._ordinal += n
-        for i, t in enumerate(types):
-            if t == "label" or t == "session_info":
-                self._side_facts(t, navs[i])
+        if "label" in canon_of or "session_info" in canon_of:
+            for i, t in enumerate(types):
+                if t == "label" or t == "session_info":
+                    self._side_facts(t, navs[i])
         return True
 
+    def _take_ids(self, ids: list[str]) -> bool:
+        """Add the chunk's ids to by_id if each is new (False, by_id unchanged, otherwise).
+
+        Inserting first and checking the size after spares a lookup of every id; a
+        duplicate undoes it (by_id is always each id's last position) and later chunks
+        check before inserting, so a file full of duplicates rebuilds it only once."""
+        by_id = self.by_id
+        n, first, before = len(ids), len(self.ids), len(by_id)
+        if self._dup_seen:
+            if len(set(ids)) != n or not by_id.keys().isdisjoint(ids):
+                return False
+            by_id.update(zip(ids, range(first, first + n), strict=True))
+            return True
+        by_id.update(zip(ids, range(first, first + n), strict=True))
+        if len(by_id) == before + n:
+            return True
+        self._dup_seen = True
+        by_id.clear()
+        by_id.update(zip(self.ids, range(first), strict=True))
+        return False
+
     def _batch_tree(self, navs: list[Nav], types: list[str], roles: list[Any], first: int) -> None:
-        """Parents (sharing the id strings) and the nearest model/thinking/compaction ancestors."""
-        get = self.by_id.get
-        ids, am, at, ac = self.ids, self.anc_model, self.anc_thinking, self.anc_compaction
+        """Parents (sharing the id strings) and the nearest model/thinking/compaction ancestors.
+
+        Most entries follow the one before them: those runs take their parent and their
+        ancestors from it in C-level passes (runs of the same value between setting entries);
+        only the entries that start a branch, or whose parent is unknown, are looked at one by one."""
+        n = len(navs)
+        ids = self.ids
+        raw = [v.parentId for v in navs]
+        parents = ids[first - 1 : first + n - 1] if first else [None, *ids[: n - 1]]
+        # string equality with the entry before is cheaper than a lookup in by_id
+        starts = list(compress(range(n), map(ne, raw, parents)))
         kinds = [
             (MODEL if r == "assistant" else 0) if t == "message" else _KINDS.get(t, 0)
             for t, r in zip(types, roles, strict=True)
         ]
-        parents: list[str | None] = []
-        add = parents.append
-        irregular = False
-        pos = first
-        for v, k in zip(navs, kinds, strict=True):
-            p = v.parentId
+        rng = range(first, first + n)
+        marks = [list(compress(rng, map(eq, kinds, repeat(kind)))) for kind in (MODEL, THINKING, COMPACTION)]
+        outs = (self.anc_model, self.anc_thinking, self.anc_compaction)
+        fills: tuple[list[int], list[int], list[int]] = ([], [], [])
+        if not starts or starts[0]:
+            starts.insert(0, 0)
+        starts.append(n)
+        get = self.by_id.get
+        for s, e in pairwise(starts):
+            p = raw[s]
             q = get(p) if type(p) is str else None
-            if q is None or q >= pos:
+            if q is None or q >= first + s:
                 if type(p) is str:
-                    irregular = True  # a parent not seen before its child
-                else:
-                    p = None
-                m = th = c = -1
+                    self.irregular = True  # a parent not seen before its child
+                parents[s] = p if type(p) is str else None
+                init: tuple[int, ...] = (-1, -1, -1)
             else:
-                p = ids[q]
-                m, th, c = am[q], at[q], ac[q]
-            if k:
-                if k == MODEL:
-                    m = pos
-                elif k == THINKING:
-                    th = pos
-                else:
-                    c = pos
-            add(p)
-            am.append(m)
-            at.append(th)
-            ac.append(c)
-            pos += 1
+                parents[s] = ids[q]
+                init = tuple(out[q] for out in outs) if q < first else tuple(f[q - first] for f in fills)
+            for fill, mark, v in zip(fills, marks, init, strict=True):
+                _fill(fill, mark, first + s, first + e, v)
+        for out, fill in zip(outs, fills, strict=True):
+            out.fromlist(fill)
         self.parents.extend(parents)
-        if irregular:
-            self.irregular = True
 
     def _batch_messages(self, navs: list[Nav], types: list[str], first: int) -> tuple[list[Any], bytes]:
         """Roles and flag bits of the chunk's entries; the listing facts and tool calls of its messages."""
@@ -181,12 +219,21 @@ class BatchIndexer:
         canon_role = {r: interned.get(r) or canon(r) for r in {r for r in raw_roles if type(r) is str}}
         if self.version < 3 and "hookMessage" in canon_role:
             canon_role["hookMessage"] = canon("custom")
-        roles = [canon_role[r] if type(r) is str else None for r in raw_roles]
+        try:
+            roles = list(map(canon_role.get, raw_roles))
+        except TypeError:  # an unhashable role: none
+            roles = [canon_role[r] if type(r) is str else None for r in raw_roles]
         content = [m is not None and len(m.content) > 0 for m in msgs]
-        flags = bytearray(
-            (F_HAS_CONTENT if c else 0) | (F_ERRORISH if type(sr) is str and sr not in _NOT_ERRORS else 0)
-            for c, sr in zip(content, [m.stopReason if m is not None else None for m in msgs], strict=True)
-        )
+        flags = bytearray(content).translate(_HAS_CONTENT)
+        stops = [m.stopReason if m is not None else None for m in msgs]
+        try:
+            quiet = _QUIET.issuperset(stops)
+        except TypeError:  # an unhashable stopReason
+            quiet = False
+        if not quiet:
+            for i, sr in enumerate(stops):
+                if type(sr) is str and sr not in _NOT_ERRORS:
+                    flags[i] |= F_ERRORISH
         listed = [
             i for i, (r, c) in enumerate(zip(roles, content, strict=True)) if c and (r == "user" or r == "assistant")
         ]
@@ -194,8 +241,7 @@ class BatchIndexer:
         assistants = [i for i, r in enumerate(roles) if r == "assistant"]
         if assistants:
             blocks_of = assistant_blocks([msgs[i].content for i in assistants])  # type: ignore[union-attr]
-            for i, blocks in zip(assistants, blocks_of, strict=True):
-                flags[i] |= self._assistant_flags_of(first + i, blocks)
+            self._assistant_flags(assistants, blocks_of, flags, first)
         return roles, bytes(flags)
 
     def _batch_listing(self, navs: list[Nav], roles: list[Any], listed: list[int]) -> None:
@@ -216,6 +262,31 @@ class BatchIndexer:
                     self._listing_facts("user", decode_blocks(navs[i].message), True, None, None)  # type: ignore[arg-type]
                     if self.first_message:
                         break
+
+    def _assistant_flags(self, at: list[int], blocks_of: list[Any], flags: bytearray, first: int) -> None:
+        """Text flags of the chunk's assistant messages (at: their places in it); their tool calls."""
+        calls: list[tuple[str, int]] = []
+        add = calls.append
+        for i, blocks in zip(at, blocks_of, strict=True):
+            if type(blocks) is list:
+                text = False
+                for blk in blocks:
+                    bt = blk.type
+                    if bt == "text":
+                        if not text and type(blk.text) is str and js_trim(blk.text):
+                            text = True
+                    elif bt == "toolCall" and type(blk.id) is str:
+                        add((blk.id, first + i))
+                if text:
+                    flags[i] |= F_ASSISTANT_TEXT
+            elif type(blocks) is str and js_trim(blocks):
+                flags[i] |= F_ASSISTANT_TEXT
+        call_ids = [c for c, _ in calls]
+        if len(set(call_ids)) == len(calls) and self.call_pos.keys().isdisjoint(call_ids):
+            self.call_pos.update(calls)  # each call id new: nothing to compare
+        else:
+            for c, pos in calls:
+                self._tool_call(pos, c)
 
     def _assistant_flags_of(self, pos: int, blocks: Any) -> int:
         fl = 0

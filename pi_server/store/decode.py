@@ -16,7 +16,7 @@ import msgspec
 import orjson
 
 
-class Block(msgspec.Struct):
+class Block(msgspec.Struct, gc=False):
     type: Any = None
     text: Any = None
     id: Any = None
@@ -24,7 +24,7 @@ class Block(msgspec.Struct):
     arguments: msgspec.Raw = msgspec.Raw(b"null")
 
 
-class Msg(msgspec.Struct):
+class Msg(msgspec.Struct, gc=False):
     role: Any = None
     content: msgspec.Raw = msgspec.Raw(b"")
     stopReason: Any = None  # noqa: N815 - pi's field name
@@ -32,7 +32,7 @@ class Msg(msgspec.Struct):
     timestamp: Any = None
 
 
-class Nav(msgspec.Struct):
+class Nav(msgspec.Struct, gc=False):
     type: Any = None
     id: Any = None
     parentId: Any = None  # noqa: N815
@@ -49,12 +49,12 @@ nav_decoder = msgspec.json.Decoder(Nav)
 ABSENT: Any = msgspec.UNSET
 
 
-class TextBlock(msgspec.Struct):
+class TextBlock(msgspec.Struct, gc=False):
     type: Any = None
     text: Any = None
 
 
-class TitleMsg(msgspec.Struct):
+class TitleMsg(msgspec.Struct, gc=False):
     role: Any = ABSENT
     content: msgspec.Raw = msgspec.Raw(b"")
     stopReason: Any = ABSENT  # noqa: N815
@@ -64,7 +64,7 @@ class TitleMsg(msgspec.Struct):
     command: Any = ABSENT
 
 
-class TitleEntry(msgspec.Struct):
+class TitleEntry(msgspec.Struct, gc=False):
     type: Any = ABSENT
     id: Any = ABSENT
     timestamp: Any = ABSENT

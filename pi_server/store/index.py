@@ -96,6 +96,7 @@ class SessionIndex(EntryReader, BatchIndexer):
     _skipping: bool = False  # inside a line longer than scan.MAX_LINE
     _tail_hash: bytes = b""  # fingerprint of the indexed prefix's last bytes
     _v1_by_ordinal: dict[int, int] = field(default_factory=dict)
+    _dup_seen: bool = False  # store/batch.py: check ids before adding them
 
     @classmethod
     def open(cls, path: str) -> SessionIndex:

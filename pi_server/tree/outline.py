@@ -19,6 +19,7 @@ from pi_server.store.records import F_ASSISTANT_TEXT, F_ERRORISH
 from pi_server.tree import titles
 from pi_server.tree.paths import Tree, build_tree
 from pi_server.tree.rowtitles import RowTitles, read_for_titles
+from pi_server.tree.walk import ByPosition, Column, VisibleTree, Walker
 
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
 # bookkeeping entries the default and no-tools filters hide (pi 1.6.0 adds context_edit)
@@ -61,17 +62,24 @@ CONNECTORS = ("", "├─", "└─")
 
 @dataclass(slots=True)
 class Layout:
-    """Compact arrays: a 100,000-entry tree's layout costs a few megabytes, not tens."""
+    """Compact arrays: a 100,000-entry tree's layout costs a few megabytes, not tens.
+    The per-row columns (indent, connectors, gutters) are laid out as far as they are read."""
 
     rows: array  # positions, in display order
-    indent: array  # display indent per row
-    connectors: bytes  # index into CONNECTORS per row
-    gutters: array  # gutter node per row (-1: none)
-    nodes: Gutters
-    kids: array  # visible children per position
-    vparent: array  # visible parent per position (-1: root; meaningful for visible entries)
+    indent: Column  # display indent per row
+    connectors: Column  # index into CONNECTORS per row
+    gutters: Column  # gutter node per row (-1: none)
+    nodes: Gutters  # those of the rows laid out so far
+    kids: ByPosition  # visible children per position
+    vparent: ByPosition  # visible parent per position (-1: root; meaningful for visible entries)
     multiple_roots: bool
+    walker: Walker | None = None
     _gjson: dict[int, list[dict[str, Any]]] | None = None
+
+    def upto(self, end: int) -> None:
+        """Lay out the rows before `end`."""
+        if self.walker is not None:
+            self.walker.upto(end)
 
     def gutters_json(self, row: int) -> list[dict[str, Any]]:
         """Rows share gutter nodes with their siblings; build each JSON list once."""
@@ -179,18 +187,22 @@ class Outline:
         placed = [p for p in dups if p in rank]
         return max(placed, key=rank.__getitem__) if placed else idx.call_pos[call]
 
-    def layout(self, leaf: int | None, filt: str, search: str, folded: frozenset[str]) -> Layout:
+    def layout(
+        self, leaf: int | None, filt: str, search: str, folded: frozenset[str], rows: int | None = None
+    ) -> Layout:
+        """The layout, its rows laid out up to `rows` (all of them by default; more on reading)."""
         key = (leaf, filt, search, folded)
-        hit = self._layouts.get(key)
-        if hit is not None and self._gen == self.idx.generation:
+        lay = self._layouts.get(key)
+        if lay is not None and self._gen == self.idx.generation:
             self._layouts.move_to_end(key)
-            return hit
-        order, _active = self.flat(leaf)
-        visible = self._visible(order, leaf, filt, search, folded)
-        lay = _compute_layout(self.tree, order, visible)
-        self._layouts[key] = lay
-        if len(self._layouts) > 16:
-            self._layouts.popitem(last=False)
+        else:
+            order, active = self.flat(leaf)
+            visible = self._visible(order, leaf, filt, search, folded)
+            lay = _compute_layout(self.tree, active, visible)
+            self._layouts[key] = lay
+            if len(self._layouts) > 16:
+                self._layouts.popitem(last=False)
+        lay.upto(len(lay.rows) if rows is None else rows)
         return lay
 
     def _visible(self, order: list[int], leaf: int | None, filt: str, search: str, folded: frozenset[str]) -> list[int]:
@@ -251,74 +263,27 @@ class Outline:
         return out
 
 
-def _compute_layout(tree: Tree, order: list[int], visible: list[int]) -> Layout:
-    n = len(tree.parent)
-    vis = bytearray(n)
+def _compute_layout(tree: Tree, active: bytearray, visible: list[int]) -> Layout:
+    """The layout of the visible entries (in the order of `flat`); their visible parents
+    and children, and the rows' drawing, are found as rows are read (tree/walk.py)."""
+    vis = bytearray(len(tree.parent))
     for pos in visible:
         vis[pos] = 1
-    # nearest visible ancestor, in one pre-order pass (parents come first)
-    nva = array("l", [-1]) * n
-    parent = tree.parent
-    for pos in order:
-        p = parent[pos]
-        if p != -1:
-            nva[pos] = p if vis[p] else nva[p]
-    # visible children as first-child / next-sibling arrays, and their counts
-    first, nxt, last = array("l", [-1]) * n, array("l", [-1]) * n, array("l", [-1]) * n
-    kids = array("i", [0]) * n
-    vroots: list[int] = []
-    for pos in visible:
-        a = nva[pos]
-        if a == -1:
-            vroots.append(pos)
-            continue
-        k = last[a]
-        if k == -1:
-            first[a] = pos
-        else:
-            nxt[k] = pos
-        last[a] = pos
-        kids[a] += 1
-    multiple = len(vroots) > 1
-    indent = [0] * n
-    connector = bytearray(n)
-    gutters = [-1] * n
+    vt = VisibleTree(tree, active, vis)
+    vroots = vt.below(sorted(tree.roots, key=lambda p: not active[p]))  # as `flat`: active root first
     nodes = Gutters([], [], [], [])
-    stack: list[tuple[int, int, bool, bool, bool, int, bool]] = []
-    for i in range(len(vroots) - 1, -1, -1):
-        stack.append((vroots[i], 1 if multiple else 0, multiple, multiple, i == len(vroots) - 1, -1, multiple))
-    while stack:
-        pos, ind, just_branched, show_conn, is_last, gut, virtual_child = stack.pop()
-        while True:  # follow single-child chains without the stack
-            display = (ind - 1 if ind > 0 else 0) if multiple else ind
-            indent[pos] = display
-            gutters[pos] = gut
-            if show_conn and not virtual_child:
-                connector[pos] = 2 if is_last else 1
-                gut = nodes.add(display - 1 if display > 0 else 0, not is_last, gut)  # for the children
-            c = first[pos]
-            if c == -1:
-                break
-            if nxt[c] != -1:
-                child_ind = ind + 1
-                below = []
-                while c != -1:
-                    below.append(c)
-                    c = nxt[c]
-                for i in range(len(below) - 1, -1, -1):
-                    stack.append((below[i], child_ind, True, True, i == len(below) - 1, gut, False))
-                break
-            child_ind = ind + 1 if just_branched and ind > 0 else ind
-            pos, ind, just_branched, show_conn, is_last, virtual_child = c, child_ind, False, False, True, False
+    walker = Walker(nodes, vt, vroots, len(visible))
+    indent, connectors, gutters = (Column(c, walker.upto) for c in walker.columns)
     return Layout(
         rows=array("l", visible),
-        indent=array("i", [indent[p] for p in visible]),
-        connectors=bytes([connector[p] for p in visible]),
-        gutters=array("l", [gutters[p] for p in visible]),
+        indent=indent,
+        connectors=connectors,
+        gutters=gutters,
         nodes=nodes,
-        kids=kids,
-        vparent=nva,
-        multiple_roots=multiple,
+        kids=ByPosition(vt.kids),
+        vparent=ByPosition(vt.vparent),
+        multiple_roots=len(vroots) > 1,
+        walker=walker,
     )
 
 
@@ -345,7 +310,7 @@ def get_tree(
     idx = outline.idx
     leaf = idx.by_id.get(leaf_id) if leaf_id is not None else None
     fset = frozenset(folded)
-    lay = outline.layout(leaf, filt, search or "", fset)
+    lay = outline.layout(leaf, filt, search or "", fset, rows=0)  # rows laid out as the window reads them
     total = len(lay.rows)
     offset = max(0, min(offset, total))
     end = total if limit is None else min(total, offset + max(0, limit))
