@@ -266,21 +266,12 @@ class BatchIndexer:
     def _assistant_flags(self, at: list[int], blocks_of: list[Any], flags: bytearray, first: int) -> None:
         """Text flags of the chunk's assistant messages (at: their places in it); their tool calls."""
         calls: list[tuple[str, int]] = []
-        add = calls.append
         for i, blocks in zip(at, blocks_of, strict=True):
-            if type(blocks) is list:
-                text = False
-                for blk in blocks:
-                    bt = blk.type
-                    if bt == "text":
-                        if not text and type(blk.text) is str and js_trim(blk.text):
-                            text = True
-                    elif bt == "toolCall" and type(blk.id) is str:
-                        add((blk.id, first + i))
-                if text:
-                    flags[i] |= F_ASSISTANT_TEXT
-            elif type(blocks) is str and js_trim(blocks):
+            text, ids = _scan_blocks(blocks)
+            if text:
                 flags[i] |= F_ASSISTANT_TEXT
+            if ids:
+                calls += [(c, first + i) for c in ids]
         call_ids = [c for c, _ in calls]
         if len(set(call_ids)) == len(calls) and self.call_pos.keys().isdisjoint(call_ids):
             self.call_pos.update(calls)  # each call id new: nothing to compare
@@ -289,18 +280,10 @@ class BatchIndexer:
                 self._tool_call(pos, c)
 
     def _assistant_flags_of(self, pos: int, blocks: Any) -> int:
-        fl = 0
-        if type(blocks) is list:
-            for blk in blocks:
-                bt = blk.type
-                if bt == "text":
-                    if not fl and type(blk.text) is str and js_trim(blk.text):
-                        fl = F_ASSISTANT_TEXT
-                elif bt == "toolCall" and type(blk.id) is str:
-                    self._tool_call(pos, blk.id)
-        elif type(blocks) is str and js_trim(blocks):
-            fl = F_ASSISTANT_TEXT
-        return fl
+        text, ids = _scan_blocks(blocks)
+        for c in ids:
+            self._tool_call(pos, c)
+        return F_ASSISTANT_TEXT if text else 0
 
     def _tool_call(self, pos: int, call_id: str) -> None:
         """Remember which assistant entry defines a tool call; its title is made when shown."""
@@ -323,3 +306,27 @@ class BatchIndexer:
         elif etype == "session_info":
             n = nav.name
             self.name = (js_trim(n) or None) if isinstance(n, str) else None
+
+
+_NO_CALLS: list[str] = []
+
+
+def _scan_blocks(blocks: Any) -> tuple[bool, list[str]]:
+    """An assistant message's content: whether it shows text (pi's rule: a non-blank text
+    block, or a non-blank string), and the ids of its tool calls."""
+    if type(blocks) is str:
+        return bool(js_trim(blocks)), _NO_CALLS
+    if type(blocks) is not list:
+        return False, _NO_CALLS
+    text = False
+    ids = _NO_CALLS
+    for blk in blocks:
+        bt = blk.type
+        if bt == "text":
+            if not text and type(blk.text) is str and js_trim(blk.text):
+                text = True
+        elif bt == "toolCall" and type(blk.id) is str:
+            if ids is _NO_CALLS:
+                ids = []
+            ids.append(blk.id)
+    return text, ids
