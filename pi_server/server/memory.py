@@ -10,11 +10,13 @@ a 19,000-message context).
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any
 
 LARGE = 1 << 20  # bytes of an answer worth a trim
 
 
+@functools.cache
 def _libc_trim() -> Any:
     try:
         return ctypes.CDLL(None).malloc_trim  # the process's own C library
@@ -22,16 +24,7 @@ def _libc_trim() -> Any:
         return None
 
 
-_trim: Any = None
-_loaded = False
-
-
 def after_answer(size: int) -> None:
     """Give free memory back after an answer of `size` bytes was written."""
-    global _trim, _loaded
-    if size < LARGE:
-        return
-    if not _loaded:
-        _trim, _loaded = _libc_trim(), True
-    if _trim is not None:
-        _trim(0)
+    if size >= LARGE and (trim := _libc_trim()) is not None:
+        trim(0)
