@@ -38,26 +38,21 @@ def resolve_roots(dirs: list[str] | None) -> tuple[list[str], bool]:
 
 
 def iter_session_files(roots: list[str]) -> Iterator[str]:
-    for root in roots:
-        if not os.path.isdir(root):
-            continue
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in sorted(filenames):
-                if name.endswith(".jsonl"):
-                    yield os.path.join(dirpath, name)
+    """The `*.jsonl` files under the roots (hidden folders skipped, symlinked folders not
+    followed), names sorted, each folder's files before its subfolders."""
+    return (e.path for e in iter_session_entries(roots))
 
 
 def iter_session_entries(roots: list[str]) -> Iterator[os.DirEntry[str]]:
-    """`iter_session_files`, in the same order, as the folders' entries: whether a file is a
-    symlink is known from its folder's listing, and its stat is one call relative to the folder."""
+    """`iter_session_files` as the folders' entries: whether a file is a symlink is known from
+    its folder's listing, and its stat is one call relative to the folder."""
     for root in roots:
         if os.path.isdir(root):
             yield from _walk(root)
 
 
 def _walk(folder: str) -> Iterator[os.DirEntry[str]]:
-    # as os.walk (top down, symlinked folders not followed) with the sorting of iter_session_files
+    # as os.walk would (top down, symlinked folders not followed), names sorted
     try:
         with os.scandir(folder) as it:
             found = sorted(it, key=lambda e: e.name)
@@ -84,9 +79,7 @@ def is_within(path: str, roots: list[str], dirs: dict[str, str] | None = None, l
     not every folder of every path); `link`: whether the file is a symlink, when known."""
     real = _realpath(path, dirs, link)
     for r in roots:
-        rr = os.path.realpath(r) if dirs is None else dirs.get("\0" + r)
-        if rr is None:
-            rr = dirs["\0" + r] = os.path.realpath(r)  # type: ignore[index]
+        rr = os.path.realpath(r) if dirs is None else _real_dir(dirs, r)
         if real == rr or real.startswith(rr.rstrip(os.sep) + os.sep):
             return True
     return False
@@ -96,10 +89,15 @@ def _realpath(path: str, dirs: dict[str, str] | None, link: bool | None = None) 
     if dirs is None or (os.path.islink(path) if link is None else link):
         return os.path.realpath(path)
     folder, name = os.path.split(path)
+    return os.path.join(_real_dir(dirs, folder), name)
+
+
+def _real_dir(dirs: dict[str, str], folder: str) -> str:
+    """A folder's real path, resolved once per listing (`dirs`)."""
     real = dirs.get(folder)
     if real is None:
         real = dirs[folder] = os.path.realpath(folder)
-    return os.path.join(real, name)
+    return real
 
 
 def _iso(ms: float) -> str:
