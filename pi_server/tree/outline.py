@@ -19,7 +19,7 @@ from pi_server.store.records import F_ASSISTANT_TEXT, F_ERRORISH
 from pi_server.tree import titles
 from pi_server.tree.paths import Tree, build_tree
 from pi_server.tree.rowtitles import RowTitles, read_for_titles
-from pi_server.tree.walk import ByPosition, Column, VisibleTree, Walker
+from pi_server.tree.walk import ByPosition, Column, VisibleTree, Walker, active_first
 
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
 # bookkeeping entries the default and no-tools filters hide (pi 1.6.0 adds context_edit)
@@ -140,7 +140,7 @@ class Outline:
         if hit is not None:
             return hit
         active = self.active_path(leaf)
-        roots = sorted(tree.roots, key=lambda p: not active[p])  # stable: active root first
+        roots = active_first(tree.roots, active)
         order: list[int] = []
         stack = list(reversed(roots))
         first, nxt, kids_of = tree.children.first, tree.children.next, tree.children.get
@@ -155,10 +155,7 @@ class Outline:
                 if nxt[c] == -1:
                     pos = c
                     continue
-                kids = kids_of(pos)
-                on_path = [k for k in kids if active[k]]
-                if on_path:
-                    kids = on_path + [k for k in kids if not active[k]]
+                kids = active_first(kids_of(pos), active)
                 stack.extend(reversed(kids[1:]))
                 pos = kids[0]
         result = (order, active)
@@ -270,7 +267,7 @@ def _compute_layout(tree: Tree, active: bytearray, visible: list[int]) -> Layout
     for pos in visible:
         vis[pos] = 1
     vt = VisibleTree(tree, active, vis)
-    vroots = vt.below(sorted(tree.roots, key=lambda p: not active[p]))  # as `flat`: active root first
+    vroots = vt.below(active_first(tree.roots, active))  # in `flat`'s order
     nodes = Gutters([], [], [], [])
     walker = Walker(nodes, vt, vroots, len(visible))
     indent, connectors, gutters = (Column(c, walker.upto) for c in walker.columns)
@@ -285,14 +282,6 @@ def _compute_layout(tree: Tree, active: bytearray, visible: list[int]) -> Layout
         multiple_roots=len(vroots) > 1,
         walker=walker,
     )
-
-
-def is_foldable(lay: Layout, pos: int) -> bool:
-    """pi: has visible children and is a root or the start of a branch segment."""
-    if not lay.kids[pos]:
-        return False
-    vp = lay.vparent[pos]
-    return vp == -1 or lay.kids[vp] > 1
 
 
 def get_tree(
@@ -339,7 +328,7 @@ def get_tree(
             gutter_key: gutter(r),
             "onActivePath": active[pos] == 1,
             "isLeaf": pos == leaf,
-            "foldable": n > 0 and (vp == -1 or kids[vp] > 1),  # is_foldable, inline
+            "foldable": n > 0 and (vp == -1 or kids[vp] > 1),  # pi: a root or a branch start, with children
             "folded": eid in fset,
             "childCount": n,
             "timestamp": timestamp,

@@ -14,6 +14,13 @@ from typing import Any
 STEP = 256  # fewest rows laid out at a time
 
 
+def active_first(kids: list[int], active: bytearray) -> list[int]:
+    """pi's order of siblings in /tree: the one on the active path first, the rest as they are.
+    The rows' order (`Outline.flat`) and their drawing (`walk`) must both follow it."""
+    on_path = [k for k in kids if active[k]]
+    return on_path + [k for k in kids if not active[k]] if on_path else kids
+
+
 class Column:
     """One per-row value of a layout; reading a row not laid out yet lays out up to it."""
 
@@ -51,9 +58,7 @@ class VisibleTree:
         self.count = array("i", [0]) * n
 
     def ordered(self, kids: list[int]) -> list[int]:
-        active = self.active
-        on_path = [k for k in kids if active[k]]
-        return on_path + [k for k in kids if not active[k]] if on_path else kids
+        return active_first(kids, self.active)
 
     def below(self, kids: list[int]) -> list[int]:
         """The visible entries among `kids` and below the hidden ones, in pre-order."""
