@@ -57,6 +57,7 @@ class EntryReader:
     lines: Any
     ids: list[str]
     parents: list[str | None]
+    types: list[str]
     roles: list[str | None]
     flags: bytearray
     generation: int
@@ -202,6 +203,8 @@ class EntryReader:
         return self._light(pos, raw)
 
     def _light(self, pos: int, raw: bytes) -> dict[str, Any]:
+        if self.types[pos] == "context_edit":  # pi 1.6.0's: its targetId and replacement are read whole
+            return self._materialize(pos, raw)
         try:
             e = title_decoder.decode(raw)
         except DECODE_ERRORS:

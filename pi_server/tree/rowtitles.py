@@ -54,15 +54,8 @@ _KNOWN_TOOLS = frozenset(("read", "write", "edit", "bash", "grep", "find", "ls")
 
 
 def read_for_titles(idx: SessionIndex, positions: list[int]) -> list[dict[str, Any]]:
-    """The entries' title and search fields. The index's light read knows pi 0.73's entries;
-    a context_edit (pi 1.6.0) is read whole for its targetId and replacement."""
-    entries = idx.read_entries(positions, light=True)
-    types = idx.types
-    edits = [i for i, p in enumerate(positions) if types[p] == "context_edit"]
-    if edits:
-        for i, e in zip(edits, idx.read_entries([positions[i] for i in edits]), strict=True):
-            entries[i] = e
-    return entries
+    """The entries' title and search fields (the index's light read)."""
+    return idx.read_entries(positions, light=True)
 
 
 class _ResultMsg(msgspec.Struct, gc=False):
@@ -134,12 +127,7 @@ def _read_rows(idx: SessionIndex, positions: list[int], also: set[int], lines: d
             return titles.user_title(content), e.timestamp
         return titles.assistant_title(content, m.stopReason, m.errorMessage), e.timestamp
 
-    entries = idx.map_lines(positions + [p for p in also if p not in rows], make)[: len(positions)]
-    edits = [i for i, p in enumerate(positions) if types[p] == "context_edit"]
-    if edits:
-        for i, e in zip(edits, idx.read_entries([positions[i] for i in edits]), strict=True):
-            entries[i] = e
-    return entries
+    return idx.map_lines(positions + [p for p in also if p not in rows], make)[: len(positions)]
 
 
 class RowTitles:
