@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from pi_server.jsutil import js_trim
-from pi_server.store.decode import DECODE_ERRORS, Nav, canon, decode_blocks, interned
+from pi_server.store.decode import DECODE_ERRORS, Nav, canon, decode_blocks, decode_content, interned
 from pi_server.store.records import COMPACTION, F_ASSISTANT_TEXT, F_ERRORISH, F_HAS_CONTENT, MODEL, THINKING
 
 
@@ -60,18 +60,7 @@ def assistant_blocks(raws: list[Any]) -> list[Any]:
     try:
         return _blocks_decoder.decode(b"".join((b"[", b",".join(r if len(r) else b"null" for r in raws), b"]")))
     except DECODE_ERRORS:
-        return [decode_blocks_raw(r) for r in raws]
-
-
-def decode_blocks_raw(raw: Any) -> Any:
-    return decode_blocks(_RawMsg(raw))
-
-
-class _RawMsg:
-    __slots__ = ("content",)
-
-    def __init__(self, content: Any) -> None:
-        self.content = content
+        return [decode_content(r) for r in raws]
 
 
 def _fill(out: list[int], marks: list[int], start: int, end: int, v: int) -> None:

@@ -163,7 +163,12 @@ def synth_id(ordinal: int) -> str:
 
 
 def decode_blocks(msg: Msg) -> Any:
-    raw = msg.content
+    return decode_content(msg.content)
+
+
+def decode_content(raw: Any) -> Any:
+    """A message's `content` bytes as blocks (typed, or built from the parsed JSON when they
+    do not fit the type); None when absent or unreadable."""
     if not len(raw):
         return None
     try:
