@@ -30,7 +30,7 @@ TEXT_BUDGET = 48 << 20  # bytes of search text kept per worker between searches
 class Worker:
     def __init__(self) -> None:
         self.caches: dict[str, IndexCache] = {}
-        # path -> (fingerprint, search text): a repeated search costs one stat per unchanged file
+        # path -> (fingerprint, search text): a repeated search only stats an unchanged file
         self.texts: dict[str, tuple[tuple[int, int, int], str]] = {}
         self.text_bytes = 0
         self.dirs: dict[str, str] = {}  # folders' real paths, for one request
@@ -161,7 +161,8 @@ def answer_batch(worker: Worker, req: dict[str, Any], out: BinaryIO) -> None:
     items = req["items"]
     try:
         for i, item in enumerate(items):
-            if _size(item) >= FLUSH_BEFORE_BYTES:  # a long read may hold the lock the flusher needs
+            # a long read may hold the lock the flusher needs (a known search text is not read)
+            if not (req["op"] == "search" and item in worker.texts) and _size(item) >= FLUSH_BEFORE_BYTES:
                 with answers.lock:
                     answers.flush()
             answers.add(i, worker.run(req, item), i == len(items) - 1)
