@@ -174,7 +174,7 @@ class Registry:
             if fp is None:
                 described[path] = None
             elif path in self.sessions or path in self.evicted:
-                described[path] = self._describe(path, None, fp=fp)
+                described[path] = self._describe(path, None, fp)
             else:
                 info = self._from_listing_cache(path, fp)
                 described[path] = None if info is None else self._with_leaf(path, info, None)
@@ -251,10 +251,6 @@ class Registry:
 
         return navigate.entry_pos(live, entry_id)
 
-    def list(self, cwd: str | None = None, query: str | None = None, limit: int | None = None) -> list[dict]:
-        """SessionInfo of every session, newest first; unchanged files answer from the listing cache."""
-        return list_sessions(self.roots, cwd=cwd, query=query, limit=limit, describe=self._describe)
-
     def files_steps(self) -> Generator[None, None, list[str]]:
         """The session files under the roots, in steps; files left out until they change are left out."""
         files = []
@@ -286,7 +282,7 @@ class Registry:
                 path, fp = found, self._vet(found, False)  # `paths`: found within the roots by a worker
             else:
                 path, fp = found.path, self._vet(found.path, found.is_symlink(), found)
-            described[path] = None if fp is None else self._describe(path, query, fp=fp)
+            described[path] = None if fp is None else self._describe(path, query, fp)
             if time.monotonic() - t0 > STEP_S:
                 yield
                 t0 = time.monotonic()
@@ -297,14 +293,10 @@ class Registry:
             self.roots, cwd=cwd, query=query, limit=limit, describe=lambda p, q: described[p], paths=list(described)
         )
 
-    def _describe(self, path: str, query: str | None, fp: dict[str, int] | None = None) -> dict[str, Any] | None:
+    def _describe(self, path: str, query: str | None, fp: dict[str, int]) -> dict[str, Any] | None:
         """One file's SessionInfo (None: skip it); a file that fails is skipped, never the listing.
         `fp`: the file's fingerprint, already vetted by the caller (`_vet`)."""
         try:
-            if fp is None:
-                fp = self._vet(path)
-                if fp is None:
-                    return None
             return self._describe_one(path, query, fp)
         except (SessionNotFound, OutsideRoots, OSError, ValueError):
             return None
@@ -327,6 +319,7 @@ class Registry:
                 if live.index.size != fp["size"] or live.index.partial_tail:
                     self.refresh(path)
             except (SessionNotFound, NotASession, OSError):
+                self.skipped[path] = fp  # left out until it changes, as when a worker process fails on it
                 return None
             if live.index.header is None:
                 return None

@@ -76,6 +76,9 @@ async def index_store(ls: PiServer, files: list[str], progress: Callable[[int], 
     """Index the files the server has never indexed, in the workers; False when they cannot
     start (the caller indexes in the server). `progress(n)` as files are done."""
     reg = ls.registry
+    bulk = pool.shared()
+    if not bulk.slots:  # no worker processes (PI_SERVER_WORKERS=0, or they could not start)
+        return False
     todo: list[str] = []
     for start in range(0, len(files), KNOWN_CHUNK):
         todo += await ls.core(reg.to_index, files[start : start + KNOWN_CHUNK], priority=BACKGROUND)
@@ -83,7 +86,6 @@ async def index_store(ls: PiServer, files: list[str], progress: Callable[[int], 
     progress(done)
     if not todo:
         return True
-    bulk = pool.shared()
     if not bulk.ready():
         return False
     await index_files(ls, bulk, todo, progress=lambda n: progress(done + n))
