@@ -24,7 +24,7 @@ def _tokens(idx: SessionIndex, ctx: SessionContext) -> int:
 
     A message is keyed by its entry, the context edit applied to it and its place
     among the entry's messages (a compaction gives two); by its entry's position
-    alone when it is its entry's only message and unedited.
+    alone when it is its entry's first message, unedited (the same in every context).
     """
     if ctx.positions is None:
         return estimate_total(ctx.messages)
