@@ -201,16 +201,12 @@ class Registry:
                 self.evicted[path] = facts["entries"]
 
     def _adopt(self, path: str, idx: SessionIndex, from_cache: bool) -> LiveSession:
+        from pi_server.live.leaf import kept_leaf
         from pi_server.live.session import LiveSession
         from pi_server.tree.outline import Outline
 
-        live = LiveSession(idx, Outline(idx), idx.last_id, from_cache=from_cache)
-        saved = self.state.leaf(path)
-        if saved is not None and saved.get("size") == idx.size:
-            # the file has not grown since the switch: the switch still holds
-            lid = saved["leafId"]
-            if lid is None or lid in idx.by_id:
-                live.leaf_id, live.explicit = lid, True
+        leaf, explicit = kept_leaf(idx, self.state.leaf(path))
+        live = LiveSession(idx, Outline(idx), leaf, explicit, from_cache=from_cache)
         self.sessions[path] = live
         if not from_cache or idx.generation > 1:
             self.save_index(live)

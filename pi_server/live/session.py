@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from msgspec import UNSET, UnsetType
+
+from pi_server.live.leaf import read_at
 from pi_server.store.index import SessionIndex
 from pi_server.tree.outline import Outline
 
@@ -20,6 +23,10 @@ class LiveSession:
     @property
     def path(self) -> str:
         return self.index.path
+
+    def read_at(self, asked: str | None | UnsetType = UNSET) -> tuple[str | None, bool]:
+        """(leaf, before the first entry) a read asking for `asked` (UNSET: the session's) uses."""
+        return read_at(self.leaf_id, self.explicit, asked)
 
 
 @dataclass

@@ -84,8 +84,8 @@ async def prompt(ls: Host, p: params.Prompt) -> PromptResult:
             raise errors.Busy(f"a turn is already running in {live.path}")
         reg.turns[live.path] = turn_id  # the Turn replaces this once it exists
         _record_thinking_level(reg.appender(live), live)
-        leaf = live.leaf_id
-        ctx = context_result(live.index, leaf, before_first=live.explicit and leaf is None, fmt="llm")
+        leaf, before = live.read_at()
+        ctx = context_result(live.index, leaf, before_first=before, fmt="llm")
         # a header without a cwd gives no folder to confine tools to: no tools at all
         cwd = live.index.header.cwd if live.index.header and live.index.header.cwd else ""
         return live, ctx, cwd, None
