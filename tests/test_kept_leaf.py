@@ -75,3 +75,12 @@ async def test_a_pointer_that_is_not_an_id_is_the_last_entry(tmp_path: Path) -> 
         ctx, tree, _ = await _server_leaves(tmp_path, f)
         assert ctx == tree == idx.last_id, bad
         assert _cli_leaf(f, tmp_path / "state") == idx.last_id, bad
+
+
+async def test_a_listing_shows_only_a_pointer_that_holds(tmp_path: Path) -> None:
+    f, idx = _session(tmp_path)
+    for bad in (["a", "list"], 7):
+        _write_pointer(tmp_path, f, bad, idx.size)
+        async with server("--sessions-dir", str(tmp_path / "sessions"), "--state-dir", str(tmp_path / "state")) as c:
+            [info] = (await c.call("pi/listSessions", {}))["sessions"]
+        assert info["leafId"] == idx.last_id, bad

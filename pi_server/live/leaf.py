@@ -8,18 +8,28 @@ and the file's last entry (if any) otherwise.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET, UnsetType
 
-from pi_server.store.index import SessionIndex
+if TYPE_CHECKING:  # a listing imports this module and needs no index
+    from pi_server.store.index import SessionIndex
+
+
+def pointer_holds(saved: dict[str, Any] | None, size: int | None) -> bool:
+    """A saved switch holds while the file has the size it had then (it has not grown since)
+    and the pointer is an entry id or None."""
+    if saved is None or saved.get("size") != size:
+        return False
+    lid = saved.get("leafId")
+    return lid is None or isinstance(lid, str)
 
 
 def kept_leaf(idx: SessionIndex, saved: dict[str, Any] | None) -> tuple[str | None, bool]:
     """(leaf, chosen by a switch) a session starts at, from its saved pointer (or None)."""
-    if saved is not None and saved.get("size") == idx.size:
+    if saved is not None and pointer_holds(saved, idx.size):
         lid = saved.get("leafId")
-        if lid is None or (isinstance(lid, str) and lid in idx.by_id):
+        if lid is None or lid in idx.by_id:
             return lid, True
     return idx.last_id, False
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pi_server.live.errors import OutsideRoots, SessionNotFound
+from pi_server.live.leaf import kept_leaf, pointer_holds
 from pi_server.store.cache import IndexCache, fingerprint
 from pi_server.store.discovery import (
     is_within,
@@ -201,7 +202,6 @@ class Registry:
                 self.evicted[path] = facts["entries"]
 
     def _adopt(self, path: str, idx: SessionIndex, from_cache: bool) -> LiveSession:
-        from pi_server.live.leaf import kept_leaf
         from pi_server.live.session import LiveSession
         from pi_server.tree.outline import Outline
 
@@ -334,7 +334,7 @@ class Registry:
             out["leafId"] = live.leaf_id
         else:
             saved = self._saved_leaf(path)
-            if saved is not None and saved.get("size") == size:
+            if saved is not None and pointer_holds(saved, size):
                 out["leafId"] = saved["leafId"]
         return out
 
