@@ -191,12 +191,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     redact.install([api_key()])  # the API key never reaches a log line, whoever logs it
     token = _read_token(args.token_file) if tcp else None
+    # a flag not given leaves the options' default
+    limits = {k: getattr(args, k, None) for k in ("busy_timeout", "max_live_entries")}
     options = ServerOptions(
         session_dirs=getattr(args, "sessions_dir", None) or [],
         state_dir=getattr(args, "state_dir", None),
         token=token,
-        busy_timeout=getattr(args, "busy_timeout", None) or 120.0,
-        max_live_entries=getattr(args, "max_live_entries", None) or 100_000,
+        **{k: v for k, v in limits.items() if v},
     )
     if token is not None:
         from pi_server.server.tcp import ListenError, serve_tcp

@@ -10,16 +10,20 @@ from typing import Any
 
 from pi_server.live import ops
 from pi_server.live.registry import Registry
+from pi_server.server.options import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_LIVE_ENTRIES
 from pi_server.store.state import StateDir
 
 SAMPLES = Path(__file__).resolve().parent.parent / "pi_server" / "samples"
+
+
+LIMITS = {"busy_timeout": DEFAULT_BUSY_TIMEOUT, "max_live_entries": DEFAULT_MAX_LIVE_ENTRIES}
 
 
 def _registry(tmp_path: Path) -> tuple[Registry, str]:
     root = tmp_path / "sessions"
     shutil.copytree(SAMPLES, root)
     big = max(root.rglob("*.jsonl"), key=lambda p: p.stat().st_size)
-    return Registry(roots=[str(root)], state=StateDir(str(tmp_path / "state"))), str(big)
+    return Registry(roots=[str(root)], state=StateDir(str(tmp_path / "state")), **LIMITS), str(big)
 
 
 def _lines(path: str) -> list[dict[str, Any]]:

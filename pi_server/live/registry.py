@@ -44,10 +44,10 @@ STEP_S = 0.01  # longest run of a stepped call before other requests get the wor
 class Registry:
     roots: list[str]
     state: StateDir
-    busy_timeout: float = 120.0
+    busy_timeout: float  # the options' (server/options.py), as every default
+    max_live_entries: int  # indexes beyond this are dropped (their cache stays on disk)
     sessions: OrderedDict[str, LiveSession] = field(default_factory=OrderedDict)  # least recently used first
     cache: IndexCache | None = None
-    max_live_entries: int = 100_000  # indexes beyond this are dropped (their cache stays on disk)
     evicted: dict[str, int] = field(default_factory=dict)  # path -> entry count when dropped
     building: dict[str, SessionIndex] = field(default_factory=dict)  # background indexing in progress
     turns: dict[str, Any] = field(default_factory=dict)  # session path -> the server's own running turn
