@@ -106,3 +106,19 @@ def test_busy_reads_pis_turn_from_the_file(tmp_path: Path) -> None:
     reg.refresh(big)
     assert reg.busy(live)
     assert not reg.busy(live, now=time.time() + reg.busy_timeout + 1)
+
+
+def test_the_level_in_use_is_recorded_after_a_jump_above_a_thinking_change(tmp_path: Path) -> None:
+    reg, big = _registry(tmp_path)
+    live = reg.get(big)
+    app = reg.appender(live)
+    app.append_thinking_level_change("low")
+    user = app.append_message({"role": "user", "content": "go", "timestamp": int(time.time() * 1000)})
+    assert app.record_thinking_level() is None  # at the file's last entry: the branch's level holds
+    app.append_thinking_level_change("high")
+    out, _ = reg.switch(live, user, None, False)  # above the change to high: the branch says low
+    eid = app.record_thinking_level()
+    last = _lines(big)[-1]
+    assert eid == last["id"] and last["type"] == "thinking_level_change"
+    assert last["thinkingLevel"] == "high" and last["parentId"] == out["leafId"]
+    assert app.record_thinking_level() is None  # recorded once
