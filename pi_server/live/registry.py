@@ -243,9 +243,7 @@ class Registry:
         self.cache.save_listing(keep=set(self.all_files()))
 
     def entry_pos(self, live: LiveSession, entry_id: str) -> int:
-        from pi_server.live import navigate
-
-        return navigate.entry_pos(live, entry_id)
+        return live.entry_pos(entry_id)
 
     def files_steps(self) -> Generator[None, None, list[str]]:
         """The session files under the roots, in steps; files left out until they change are left out."""

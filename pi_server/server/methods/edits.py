@@ -35,8 +35,6 @@ async def get_context_edits(ls: Host, p: params.GetContextEdits) -> Any:
     def run() -> Any:
         live = ls.registry.get(p.session)
         leaf, before = live.read_at(p.leafId)
-        if leaf is not None:
-            ls.registry.entry_pos(live, leaf)
         idx = live.index
         ctx = build_context(idx, leaf, before_first=before)
         selected = set(ctx.selected or ())

@@ -25,8 +25,6 @@ async def get_tree_rows(ls: Host, p: params.GetTree) -> Any:
     def run() -> Any:
         live = ls.registry.get(p.session)
         leaf, _ = live.read_at(p.leafId)
-        if leaf is not None:
-            ls.registry.entry_pos(live, leaf)
         return get_tree(live.outline, leaf, p.filter, p.search or "", p.folded, p.offset, p.limit, p.sharedGutters)
 
     return await ls.core(run)
@@ -51,8 +49,6 @@ async def build_context(ls: Host, p: params.BuildContext) -> Any:
     def run() -> Any:
         live = ls.registry.get(p.session)
         leaf, before = live.read_at(p.leafId)
-        if leaf is not None:
-            ls.registry.entry_pos(live, leaf)
         return context_result(live.index, leaf, before_first=before, fmt=p.format)
 
     return await ls.core(run)

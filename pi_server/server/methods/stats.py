@@ -28,7 +28,7 @@ async def get_session_stats(ls: Host, p: GetSessionStats) -> Any:
         idx = live.index
         leaf, _ = live.read_at(p.leafId)
         entries = idx.read_entries(list(range(len(idx))))
-        path = [] if leaf is None else [entries[i] for i in path_to(idx, ls.registry.entry_pos(live, leaf))]
+        path = [] if leaf is None else [entries[i] for i in path_to(idx, live.entry_pos(leaf))]
         window = anthropic_model(replay(path).model).context_window
         sid = idx.header.id if idx.header else None
         return session_stats(live.path, sid, entries, path, window)
