@@ -37,32 +37,28 @@ def _open(path: str) -> SessionIndex:
         raise CliError(f"cannot read {path}: {e.strerror or e}") from None
 
 
-def _leaf(idx: SessionIndex, leaf: str | None) -> str | None:
-    if leaf is None:
-        return idx.last_id
-    if leaf not in idx.by_id:
-        raise CliError(f"no entry with id {leaf} in {idx.path}")
-    return leaf
-
-
 def _current_leaf(idx: SessionIndex, args: argparse.Namespace) -> tuple[str | None, bool]:
-    """(leaf, before the first entry): --leaf, else the server's pointer, else the last entry.
+    """(leaf, before the first entry): --before-first or --leaf, else the server's pointer, else
+    the last entry.
 
     The server keeps a switched leaf in its state dir while the file has not grown
     since (as it serves getTree/buildContext without leafId); the CLI shows the same.
     """
+    from msgspec import UNSET
+
+    from pi_server.live.leaf import kept_leaf, read_at
     from pi_server.store.state import default_state_dir, saved_leaf
 
-    if args.leaf is not None:
-        return _leaf(idx, args.leaf), False
-    saved = saved_leaf(args.state_dir or default_state_dir(), idx.path)
-    if saved is not None and saved.get("size") == idx.size:
-        lid = saved["leafId"]
-        if lid is None or lid in idx.by_id:
-            where = f"entry {lid}" if lid else "before the first entry"
-            print(f"pi-server: at the leaf an editor switched to ({where}); --leaf ID for another", file=sys.stderr)
-            return lid, lid is None
-    return idx.last_id, False
+    if args.leaf is not None and args.leaf not in idx.by_id:
+        raise CliError(f"no entry with id {args.leaf} in {idx.path}")
+    asked = None if getattr(args, "before_first", False) else args.leaf if args.leaf is not None else UNSET
+    if asked is not UNSET:
+        return read_at(None, False, asked)
+    lid, explicit = kept_leaf(idx, saved_leaf(args.state_dir or default_state_dir(), idx.path))
+    if explicit:
+        where = f"entry {lid}" if lid else "before the first entry"
+        print(f"pi-server: at the leaf an editor switched to ({where}); --leaf ID for another", file=sys.stderr)
+    return read_at(lid, explicit)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -150,7 +146,7 @@ def cmd_context(args: argparse.Namespace) -> int:
     from pi_server.llm.formats import context_result
 
     idx = _open(args.file)
-    leaf, before = (None, True) if args.before_first else _current_leaf(idx, args)
+    leaf, before = _current_leaf(idx, args)
     _dump(context_result(idx, leaf, before_first=before, fmt=args.format))
     return 0
 
@@ -195,12 +191,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     redact.install([api_key()])  # the API key never reaches a log line, whoever logs it
     token = _read_token(args.token_file) if tcp else None
+    # a flag not given leaves the options' default
+    limits = {k: getattr(args, k, None) for k in ("busy_timeout", "max_live_entries")}
     options = ServerOptions(
         session_dirs=getattr(args, "sessions_dir", None) or [],
         state_dir=getattr(args, "state_dir", None),
         token=token,
-        busy_timeout=getattr(args, "busy_timeout", None) or 120.0,
-        max_live_entries=getattr(args, "max_live_entries", None) or 100_000,
+        **{k: v for k, v in limits.items() if v},
     )
     if token is not None:
         from pi_server.server.tcp import ListenError, serve_tcp

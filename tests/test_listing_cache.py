@@ -17,10 +17,14 @@ import msgspec
 from lsp_client import server
 
 from pi_server.live.registry import Registry
+from pi_server.server.options import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_LIVE_ENTRIES
 from pi_server.store.discovery import list_sessions
 from pi_server.store.state import StateDir
 
 SAMPLES = Path(__file__).resolve().parent.parent / "pi_server" / "samples"
+
+
+LIMITS = {"busy_timeout": DEFAULT_BUSY_TIMEOUT, "max_live_entries": DEFAULT_MAX_LIVE_ENTRIES}
 
 
 def drain(gen: Generator[None, None, Any]) -> Any:
@@ -56,7 +60,7 @@ def store(tmp: Path, copies: int = 4) -> Path:
 
 def restart(root: Path, state: Path) -> Registry:
     """A new server on the same state dir, its cache read from disk."""
-    return Registry(roots=[str(root)], state=StateDir(str(state)))
+    return Registry(roots=[str(root)], state=StateDir(str(state)), **LIMITS)
 
 
 def shutdown(reg: Registry) -> None:

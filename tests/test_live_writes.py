@@ -10,16 +10,20 @@ from typing import Any
 
 from pi_server.live import ops
 from pi_server.live.registry import Registry
+from pi_server.server.options import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_LIVE_ENTRIES
 from pi_server.store.state import StateDir
 
 SAMPLES = Path(__file__).resolve().parent.parent / "pi_server" / "samples"
+
+
+LIMITS = {"busy_timeout": DEFAULT_BUSY_TIMEOUT, "max_live_entries": DEFAULT_MAX_LIVE_ENTRIES}
 
 
 def _registry(tmp_path: Path) -> tuple[Registry, str]:
     root = tmp_path / "sessions"
     shutil.copytree(SAMPLES, root)
     big = max(root.rglob("*.jsonl"), key=lambda p: p.stat().st_size)
-    return Registry(roots=[str(root)], state=StateDir(str(tmp_path / "state"))), str(big)
+    return Registry(roots=[str(root)], state=StateDir(str(tmp_path / "state")), **LIMITS), str(big)
 
 
 def _lines(path: str) -> list[dict[str, Any]]:
@@ -102,3 +106,19 @@ def test_busy_reads_pis_turn_from_the_file(tmp_path: Path) -> None:
     reg.refresh(big)
     assert reg.busy(live)
     assert not reg.busy(live, now=time.time() + reg.busy_timeout + 1)
+
+
+def test_the_level_in_use_is_recorded_after_a_jump_above_a_thinking_change(tmp_path: Path) -> None:
+    reg, big = _registry(tmp_path)
+    live = reg.get(big)
+    app = reg.appender(live)
+    app.append_thinking_level_change("low")
+    user = app.append_message({"role": "user", "content": "go", "timestamp": int(time.time() * 1000)})
+    assert app.record_thinking_level() is None  # at the file's last entry: the branch's level holds
+    app.append_thinking_level_change("high")
+    out, _ = reg.switch(live, user, None, False)  # above the change to high: the branch says low
+    eid = app.record_thinking_level()
+    last = _lines(big)[-1]
+    assert eid == last["id"] and last["type"] == "thinking_level_change"
+    assert last["thinkingLevel"] == "high" and last["parentId"] == out["leafId"]
+    assert app.record_thinking_level() is None  # recorded once

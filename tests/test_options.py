@@ -5,12 +5,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from lsp_client import server
 
+from pi_server.live.registry import Registry
 from pi_server.server import rpc
 from pi_server.server.app import create_server
 from pi_server.server.base import ServerOptions
-from pi_server.server.options import resolve
+from pi_server.server.host import build_registry
+from pi_server.server.options import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_LIVE_ENTRIES, Options, resolve
+from pi_server.store.state import StateDir
 
 SAMPLES = Path(__file__).resolve().parent.parent / "pi_server" / "samples"
 
@@ -23,6 +27,18 @@ def test_bad_options_fall_back_to_defaults_and_say_why() -> None:
     assert any("busyTimeout" in p for p in problems) and any("summary" in p for p in problems)
     same, none = resolve(None, flags)
     assert none == [] and same.busy_timeout == 7.0
+
+
+def test_the_defaults_are_the_options(tmp_path: Path) -> None:
+    """One default per setting: the flags', the options' and the registry's are the options' own."""
+    defaults = (DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_LIVE_ENTRIES)
+    assert (ServerOptions().busy_timeout, ServerOptions().max_live_entries) == defaults
+    assert (Options().busy_timeout, Options().max_live_entries) == defaults
+    opts, _ = resolve(None, ServerOptions())
+    reg = build_registry(Options(session_dirs=[str(tmp_path)], state_dir=str(tmp_path / "state")))
+    assert (opts.busy_timeout, opts.max_live_entries) == (reg.busy_timeout, reg.max_live_entries) == defaults
+    with pytest.raises(TypeError):  # the registry has none of its own
+        Registry(roots=[str(tmp_path)], state=StateDir(str(tmp_path / "state")))  # type: ignore[call-arg]
 
 
 def test_every_method_is_a_documented_function_listed_in_the_capabilities() -> None:

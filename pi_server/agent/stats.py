@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pi_server.context.build import context_for_path
-from pi_server.llm.tokens import estimate_tokens
-from pi_server.llm.transcript import current_system_message
+from pi_server.llm.tokens import projected_context_tokens, usable_usage
 
 _USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
 
@@ -69,37 +68,6 @@ def usage_totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _context_tokens(usage: dict[str, Any]) -> float:
-    """pi's calculateContextTokens."""
-    return _num(usage.get("totalTokens")) or sum(_num(usage.get(k)) for k in _USAGE_KEYS)
-
-
-def _valid_usage(m: dict[str, Any]) -> bool:
-    """pi's getAssistantUsage: a finished assistant reply with some usage."""
-    usage = m.get("usage")
-    return (
-        m.get("role") == "assistant"
-        and m.get("stopReason") not in ("aborted", "error")
-        and isinstance(usage, dict)
-        and _context_tokens(usage) > 0
-    )
-
-
-def _projected_estimate(messages: list[dict[str, Any]], ids: list[str], path: list[dict[str, Any]]) -> float:
-    """pi's estimateProjectedContextTokens."""
-    last = next((i for i in range(len(messages) - 1, -1, -1) if _valid_usage(messages[i])), None)
-    if last is not None:
-        where = next((i for i, e in enumerate(path) if e.get("id") == ids[last]), -1)
-        stale = next(
-            (i for i in range(len(path) - 1, -1, -1) if path[i].get("type") in ("context_edit", "compaction")), -1
-        )
-        if where > stale:
-            return _context_tokens(messages[last]["usage"]) + sum(estimate_tokens(m) for m in messages[last + 1 :])
-    system = current_system_message(messages)
-    tokens = estimate_tokens(system) if system else 0
-    return tokens + sum(estimate_tokens(m) for m in messages if m.get("role") != "system")
-
-
 def context_usage(path: list[dict[str, Any]], context_window: int) -> dict[str, Any] | None:
     """pi's getContextUsage at the leaf that ends `path` (root first)."""
     if context_window <= 0:
@@ -107,10 +75,10 @@ def context_usage(path: list[dict[str, Any]], context_window: int) -> dict[str, 
     ctx = context_for_path(path)
     comp = next((i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction"), -1)
     if comp >= 0:
-        answered = {ctx.entry_ids[i] for i, m in enumerate(ctx.messages) if _valid_usage(m)}
+        answered = {ctx.entry_ids[i] for i, m in enumerate(ctx.messages) if usable_usage(m)}
         if not any(e.get("id") in answered for e in path[comp + 1 :]):
             return {"tokens": None, "contextWindow": context_window, "percent": None}
-    tokens = _projected_estimate(ctx.messages, ctx.entry_ids, path)
+    tokens = projected_context_tokens(ctx.messages, ctx.entry_ids, path)
     return {"tokens": tokens, "contextWindow": context_window, "percent": tokens / context_window * 100}
 
 

@@ -39,6 +39,29 @@ class SessionAppender:
     def append_thinking_level_change(self, level: str) -> str:
         return self._append_entry("thinking_level_change", self.live.leaf_id, thinkingLevel=level)
 
+    def record_thinking_level(self) -> str | None:
+        """pi's _recordThinkingLevel before a prompt: after a jump above a thinking change, the
+        branch's last thinking_level_change differs from the level in use and the level in use
+        is recorded on the branch again. The level in use is the file's latest (as last set)
+        once the leaf was moved by a switch; a session continued at its last entry uses its
+        branch's level, as pi on resume. Returns the id written, if any."""
+        live = self.live
+        if not live.explicit:
+            return None
+        idx = live.index
+        types = idx.types
+        latest = next((p for p in range(len(idx) - 1, -1, -1) if types[p] == "thinking_level_change"), -1)
+        leaf = idx.by_id.get(live.leaf_id) if live.leaf_id is not None else None
+        if latest < 0 or leaf is None:
+            return None
+        on_branch = next((p for p in reversed(path_to(idx, leaf)) if types[p] == "thinking_level_change"), -1)
+        if on_branch < 0 or on_branch == latest:
+            return None
+        level = idx.read_entry(latest).get("thinkingLevel")
+        if isinstance(level, str) and level != idx.read_entry(on_branch).get("thinkingLevel"):
+            return self.append_thinking_level_change(level)
+        return None
+
     def append_label(self, target_id: str, label: str | None) -> str:
         """pi's appendLabelChange: an empty label clears (the field is left out)."""
         fields: dict[str, Any] = {"targetId": target_id}

@@ -6,7 +6,6 @@ import os
 from typing import Any
 
 from pi_server.live import ops as oplib
-from pi_server.live.errors import EntryNotFound
 from pi_server.live.queue import Written, write
 from pi_server.live.session import LiveSession
 from pi_server.store.content import join_text
@@ -15,19 +14,12 @@ from pi_server.store.writer import new_id, new_session_file
 from pi_server.tree.paths import path_to
 
 
-def entry_pos(live: LiveSession, entry_id: str) -> int:
-    pos = live.index.by_id.get(entry_id)
-    if pos is None:
-        raise EntryNotFound(f"no entry {entry_id} in {live.path}")
-    return pos
-
-
 def navigate_target(live: LiveSession, target: str | None) -> tuple[str | None, str | None]:
     """pi's navigateTree: (new leaf, editor text). A user or custom message gives its text back."""
     idx = live.index
     if target is None:
         return None, None
-    pos = entry_pos(live, target)
+    pos = live.entry_pos(target)
     entry = idx.read_entry(pos)
     msg = entry.get("message") if isinstance(entry.get("message"), dict) else None
     parent = idx.parents[pos] if idx.parents[pos] in idx.by_id else None
@@ -113,7 +105,7 @@ def fork(live: LiveSession, leaf_id: str) -> str:
     that replaced it.
     """
     idx = live.index
-    pos = entry_pos(live, leaf_id)
+    pos = live.entry_pos(leaf_id)
     path: list[dict[str, Any]] = []
     replaced: dict[str, str] = {}  # label id -> the retained entry after it
     pending: list[str] = []

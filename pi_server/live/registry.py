@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pi_server.live.errors import OutsideRoots, SessionNotFound
+from pi_server.live.leaf import kept_leaf, pointer_holds
 from pi_server.store.cache import IndexCache, fingerprint
 from pi_server.store.discovery import (
     is_within,
@@ -43,10 +44,10 @@ STEP_S = 0.01  # longest run of a stepped call before other requests get the wor
 class Registry:
     roots: list[str]
     state: StateDir
-    busy_timeout: float = 120.0
+    busy_timeout: float  # the options' (server/options.py), as every default
+    max_live_entries: int  # indexes beyond this are dropped (their cache stays on disk)
     sessions: OrderedDict[str, LiveSession] = field(default_factory=OrderedDict)  # least recently used first
     cache: IndexCache | None = None
-    max_live_entries: int = 100_000  # indexes beyond this are dropped (their cache stays on disk)
     evicted: dict[str, int] = field(default_factory=dict)  # path -> entry count when dropped
     building: dict[str, SessionIndex] = field(default_factory=dict)  # background indexing in progress
     turns: dict[str, Any] = field(default_factory=dict)  # session path -> the server's own running turn
@@ -204,13 +205,8 @@ class Registry:
         from pi_server.live.session import LiveSession
         from pi_server.tree.outline import Outline
 
-        live = LiveSession(idx, Outline(idx), idx.last_id, from_cache=from_cache)
-        saved = self.state.leaf(path)
-        if saved is not None and saved.get("size") == idx.size:
-            # the file has not grown since the switch: the switch still holds
-            lid = saved["leafId"]
-            if lid is None or lid in idx.by_id:
-                live.leaf_id, live.explicit = lid, True
+        leaf, explicit = kept_leaf(idx, self.state.leaf(path))
+        live = LiveSession(idx, Outline(idx), leaf, explicit, from_cache=from_cache)
         self.sessions[path] = live
         if not from_cache or idx.generation > 1:
             self.save_index(live)
@@ -247,9 +243,7 @@ class Registry:
         self.cache.save_listing(keep=set(self.all_files()))
 
     def entry_pos(self, live: LiveSession, entry_id: str) -> int:
-        from pi_server.live import navigate
-
-        return navigate.entry_pos(live, entry_id)
+        return live.entry_pos(entry_id)
 
     def files_steps(self) -> Generator[None, None, list[str]]:
         """The session files under the roots, in steps; files left out until they change are left out."""
@@ -338,7 +332,7 @@ class Registry:
             out["leafId"] = live.leaf_id
         else:
             saved = self._saved_leaf(path)
-            if saved is not None and saved.get("size") == size:
+            if saved is not None and pointer_holds(saved, size):
                 out["leafId"] = saved["leafId"]
         return out
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from msgspec import UNSET, UnsetType
+
+from pi_server.live.errors import EntryNotFound
+from pi_server.live.leaf import read_at
 from pi_server.store.index import SessionIndex
 from pi_server.tree.outline import Outline
 
@@ -20,6 +24,20 @@ class LiveSession:
     @property
     def path(self) -> str:
         return self.index.path
+
+    def entry_pos(self, entry_id: str) -> int:
+        pos = self.index.by_id.get(entry_id)
+        if pos is None:
+            raise EntryNotFound(f"no entry {entry_id} in {self.path}")
+        return pos
+
+    def read_at(self, asked: str | None | UnsetType = UNSET) -> tuple[str | None, bool]:
+        """(leaf, before the first entry) a read asking for `asked` (UNSET: the session's) uses;
+        a leaf that is not an entry of the file is EntryNotFound."""
+        leaf, before = read_at(self.leaf_id, self.explicit, asked)
+        if leaf is not None:
+            self.entry_pos(leaf)
+        return leaf, before
 
 
 @dataclass

@@ -29,8 +29,10 @@ def js_num(v: Any, missing: bool = False) -> float:
         return NAN
     if v is None:
         return 0.0
-    if isinstance(v, bool | int | float):
+    if isinstance(v, bool):
         return float(v)
+    if isinstance(v, int | float):
+        return v  # an int stays one: a count written back to JSON reads as pi writes it
     if isinstance(v, str):
         t = v.strip()
         if not t:
@@ -103,8 +105,9 @@ def message_tokens(m: dict[str, Any]) -> int:
     return _tokens(chars)
 
 
-def _usage_tokens(usage: Any) -> float:
-    """calculateContextTokens: totalTokens, else the sum of the four counts."""
+def context_tokens(usage: Any) -> float:
+    """pi's calculateContextTokens (the same in pi-ai and the coding agent): totalTokens, else
+    the sum of the four counts; a count that is missing makes it NaN, which is never > 0."""
     if not isinstance(usage, dict):
         return NAN
     total = js_num(usage.get("totalTokens"), "totalTokens" not in usage)
@@ -125,7 +128,7 @@ def _last_usage(messages: list[dict[str, Any]]) -> tuple[float, int] | None:
             ts = _ts(m)
             applies = not math.isnan(ts) and not math.isnan(latest) and ts >= latest
             if applies and m.get("stopReason") not in ("aborted", "error"):
-                used = _usage_tokens(m.get("usage"))
+                used = context_tokens(m.get("usage"))
                 if used > 0:  # NaN compares false, as in JS
                     found = (used, i)
         latest = js_max(latest, _ts(m))

@@ -1,4 +1,5 @@
-"""pi's estimateTokens: characters / 4, rounded up, per message."""
+"""pi's estimateTokens: characters / 4, rounded up, per message; and the coding agent's
+estimateProjectedContextTokens built on it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import msgspec
 import orjson
 
 from pi_server.jsutil import js_stringify, u16len
+from pi_server.llm.context_estimate import context_tokens
+from pi_server.llm.transcript import current_system_message
 from pi_server.store.decode import DECODE_ERRORS, loads
 
 # orjson writes what JSON.stringify writes, but for floats: `100.0` (JS: `100`) and
@@ -112,6 +115,33 @@ def estimate_tokens(m: dict[str, Any]) -> int:
 def estimate_total(messages: list[dict[str, Any]]) -> int:
     return sum(estimate_tokens(m) for m in messages)
 
+
+def usable_usage(m: dict[str, Any]) -> bool:
+    """pi's getAssistantUsage: a finished assistant reply whose usage counts some tokens."""
+    return (
+        m.get("role") == "assistant"
+        and m.get("stopReason") not in ("aborted", "error")
+        and bool(m.get("usage"))
+        and context_tokens(m["usage"]) > 0
+    )
+
+
+def projected_context_tokens(messages: list[dict[str, Any]], ids: list[Any], path: list[dict[str, Any]]) -> float:
+    """pi's estimateProjectedContextTokens over a projection's messages (`ids`: the source entry
+    of each) at the leaf ending `path`: the last usable usage plus estimates of what follows,
+    unless a later context edit or compaction made that usage stale; then an estimate of it all
+    (the system message in force counted once)."""
+    last = next((i for i in range(len(messages) - 1, -1, -1) if usable_usage(messages[i])), None)
+    if last is not None:
+        where = next((i for i, e in enumerate(path) if e.get("id") == ids[last]), -1) if ids[last] else -1
+        stale = next(
+            (i for i in range(len(path) - 1, -1, -1) if path[i].get("type") in ("context_edit", "compaction")), -1
+        )
+        if where > stale:
+            return context_tokens(messages[last]["usage"]) + estimate_total(messages[last + 1 :])
+    system = current_system_message(messages)
+    tokens = estimate_tokens(system) if system else 0
+    return tokens + sum(estimate_tokens(m) for m in messages if m.get("role") != "system")
 
 
 class _Block(msgspec.Struct, gc=False):

@@ -23,7 +23,7 @@ from typing import Any
 from pi_server.live import errors as live_errors
 from pi_server.live.registry import Registry
 from pi_server.server import errors
-from pi_server.server.options import Options, resolve
+from pi_server.server.options import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_LIVE_ENTRIES, Options, resolve
 from pi_server.server.worker import BACKGROUND, REQUEST, CoreWorker
 from pi_server.store.discovery import resolve_roots
 from pi_server.store.state import StateDir
@@ -36,8 +36,8 @@ class ServerOptions:
     session_dirs: list[str] = field(default_factory=list)
     state_dir: str | None = None
     token: str | None = None  # required in initializationOptions when set (TCP)
-    busy_timeout: float = 120.0
-    max_live_entries: int = 100_000
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    max_live_entries: int = DEFAULT_MAX_LIVE_ENTRIES
     watch: bool = True
 
 

@@ -16,6 +16,8 @@ from pi_server.server import params
 from pi_server.store.state import default_state_dir
 
 DEFAULT_SUMMARY_TIMEOUT = 120.0
+DEFAULT_BUSY_TIMEOUT = 120.0  # seconds after which a pi turn with no write counts as over
+DEFAULT_MAX_LIVE_ENTRIES = 100_000  # entries of served sessions kept in memory
 DEFAULT_RESERVE_TOKENS = 16384  # pi's compaction defaults
 DEFAULT_KEEP_RECENT_TOKENS = 20000
 
@@ -56,8 +58,8 @@ class AgentSettings:
 class Options:
     session_dirs: list[str] | None = None
     state_dir: str = field(default_factory=default_state_dir)
-    busy_timeout: float = 120.0
-    max_live_entries: int = 100_000
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    max_live_entries: int = DEFAULT_MAX_LIVE_ENTRIES
     token: str | None = None
     summary: SummarySettings = field(default_factory=SummarySettings)
     compaction: CompactionSettings = field(default_factory=CompactionSettings)

@@ -13,8 +13,7 @@ from typing import Any
 
 from pi_server.context.build import context_for_path, entry_messages, project
 from pi_server.llm.convert import convert_to_llm
-from pi_server.llm.tokens import estimate_tokens
-from pi_server.llm.transcript import current_system_message
+from pi_server.llm.tokens import estimate_tokens, projected_context_tokens
 from pi_server.summaries.branch import (
     FileOps,
     extract_file_ops,
@@ -117,42 +116,10 @@ def find_cut_point(entries: list[Projected], start: int, end: int, keep: int) ->
     return cut, turn, turn != -1
 
 
-def _usage_index(messages: list[dict[str, Any]]) -> int:
-    """The last assistant message with usable usage (not aborted/error, not all zero), or -1."""
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        usage = m.get("usage") if m.get("role") == "assistant" else None
-        if isinstance(usage, dict) and m.get("stopReason") not in ("aborted", "error") and _total(usage) > 0:
-            return i
-    return -1
-
-
-def _total(usage: dict[str, Any]) -> int:
-    return usage.get("totalTokens") or sum(usage.get(k) or 0 for k in ("input", "output", "cacheRead", "cacheWrite"))
-
-
-def tokens_before(entries: list[Projected], path: list[dict[str, Any]]) -> int:
-    """pi's estimateProjectedContextTokens: the last usage plus estimates after it, unless a
-    context edit or compaction came later; then an estimate (system messages once, replayed)."""
-    messages = [m for _, ms in entries for m in ms]
-    at = _usage_index(messages)
-    if at >= 0:
-        seen = 0
-        source = None
-        for e, ms in entries:
-            if at < seen + len(ms):
-                source = e.get("id")
-                break
-            seen += len(ms)
-        usage_pos = next((i for i, e in enumerate(path) if e.get("id") == source), -1) if source else -1
-        invalid = next(
-            (i for i in range(len(path) - 1, -1, -1) if path[i].get("type") in ("context_edit", "compaction")), -1
-        )
-        if usage_pos > invalid:
-            return _total(messages[at]["usage"]) + sum(estimate_tokens(m) for m in messages[at + 1 :])
-    system = current_system_message(messages)
-    tokens = estimate_tokens(system) if system else 0
-    return tokens + sum(estimate_tokens(m) for m in messages if m.get("role") != "system")
+def tokens_before(entries: list[Projected], path: list[dict[str, Any]]) -> float:
+    """pi's estimateProjectedContextTokens of the projection at the leaf ending `path`."""
+    ids = [e.get("id") for e, ms in entries for _ in ms]
+    return projected_context_tokens([m for _, ms in entries for m in ms], ids, path)
 
 
 @dataclass
@@ -161,7 +128,7 @@ class Preparation:
     to_summarize: list[dict[str, Any]]
     turn_prefix: list[dict[str, Any]]
     split_turn: bool
-    tokens_before: int
+    tokens_before: float
     previous_summary: str | None
     read_files: list[str]
     modified_files: list[str]

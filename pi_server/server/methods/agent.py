@@ -23,7 +23,6 @@ from pi_server.server import background, errors, notify, params
 from pi_server.server.host import Host
 from pi_server.server.results import AbortResult, PromptResult, WriteResult
 from pi_server.server.rpc import pi_method
-from pi_server.tree.paths import path_to
 
 log = logging.getLogger("pi_server")
 
@@ -83,9 +82,9 @@ async def prompt(ls: Host, p: params.Prompt) -> PromptResult:
         if reg.busy(live):
             raise errors.Busy(f"a turn is already running in {live.path}")
         reg.turns[live.path] = turn_id  # the Turn replaces this once it exists
-        _record_thinking_level(reg.appender(live), live)
-        leaf = live.leaf_id
-        ctx = context_result(live.index, leaf, before_first=live.explicit and leaf is None, fmt="llm")
+        reg.appender(live).record_thinking_level()
+        leaf, before = live.read_at()
+        ctx = context_result(live.index, leaf, before_first=before, fmt="llm")
         # a header without a cwd gives no folder to confine tools to: no tools at all
         cwd = live.index.header.cwd if live.index.header and live.index.header.cwd else ""
         return live, ctx, cwd, None
@@ -170,27 +169,6 @@ def _hooks(ls: Host, live: LiveSession, turn_id: str) -> Hooks:
         notify.session_updated(ls, live.path, [eid], live.leaf_id)
 
     return Hooks(emit, append, turn_end, execute_remote, omit)
-
-
-def _record_thinking_level(appender: SessionAppender, live: LiveSession) -> None:
-    """pi's _recordThinkingLevel: after a jump above a thinking change, the branch's last
-    thinking_level_change differs from the level in use and the level in use is recorded on the
-    branch again. The level in use is the file's latest (as last set) once the leaf was moved by
-    a switch; a session continued at its last entry uses its branch's level, as pi on resume."""
-    if not live.explicit:
-        return
-    idx = live.index
-    types = idx.types
-    latest = next((p for p in range(len(idx) - 1, -1, -1) if types[p] == "thinking_level_change"), -1)
-    leaf = idx.by_id.get(live.leaf_id) if live.leaf_id is not None else None
-    if latest < 0 or leaf is None:
-        return
-    on_branch = next((p for p in reversed(path_to(idx, leaf)) if types[p] == "thinking_level_change"), -1)
-    if on_branch < 0 or on_branch == latest:
-        return
-    level = idx.read_entry(latest).get("thinkingLevel")
-    if isinstance(level, str) and level != idx.read_entry(on_branch).get("thinkingLevel"):
-        appender.append_thinking_level_change(level)
 
 
 async def _run(ls: Host, live: LiveSession, turn: Turn, user: dict[str, Any]) -> None:

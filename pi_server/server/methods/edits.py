@@ -34,11 +34,9 @@ async def get_context_edits(ls: Host, p: params.GetContextEdits) -> Any:
 
     def run() -> Any:
         live = ls.registry.get(p.session)
-        leaf = live.leaf_id if p.leafId is params.UNSET else p.leafId
-        if leaf is not None:
-            ls.registry.entry_pos(live, leaf)
+        leaf, before = live.read_at(p.leafId)
         idx = live.index
-        ctx = build_context(idx, leaf, before_first=leaf is None)
+        ctx = build_context(idx, leaf, before_first=before)
         selected = set(ctx.selected or ())
         found = sorted((edit, target) for target, edit in (ctx.edits_in_force or {}).items())
         edits = idx.read_entries([edit for edit, _ in found])

@@ -24,9 +24,7 @@ async def get_tree_rows(ls: Host, p: params.GetTree) -> Any:
 
     def run() -> Any:
         live = ls.registry.get(p.session)
-        leaf = live.leaf_id if p.leafId is params.UNSET else p.leafId
-        if leaf is not None:
-            ls.registry.entry_pos(live, leaf)
+        leaf, _ = live.read_at(p.leafId)
         return get_tree(live.outline, leaf, p.filter, p.search or "", p.folded, p.offset, p.limit, p.sharedGutters)
 
     return await ls.core(run)
@@ -50,12 +48,7 @@ async def build_context(ls: Host, p: params.BuildContext) -> Any:
 
     def run() -> Any:
         live = ls.registry.get(p.session)
-        if p.leafId is params.UNSET:
-            leaf, before = live.leaf_id, live.explicit and live.leaf_id is None
-        else:
-            leaf, before = p.leafId, p.leafId is None
-        if leaf is not None:
-            ls.registry.entry_pos(live, leaf)
+        leaf, before = live.read_at(p.leafId)
         return context_result(live.index, leaf, before_first=before, fmt=p.format)
 
     return await ls.core(run)

@@ -26,11 +26,9 @@ async def get_session_stats(ls: Host, p: GetSessionStats) -> Any:
     def run() -> Any:
         live = ls.registry.get(p.session)
         idx = live.index
-        leaf = live.leaf_id if p.leafId is UNSET else p.leafId
-        if leaf is None and p.leafId is UNSET and not live.explicit:
-            leaf = idx.last_id  # no leaf kept yet: pi's leaf is the file's last entry
+        leaf, _ = live.read_at(p.leafId)
         entries = idx.read_entries(list(range(len(idx))))
-        path = [] if leaf is None else [entries[i] for i in path_to(idx, ls.registry.entry_pos(live, leaf))]
+        path = [] if leaf is None else [entries[i] for i in path_to(idx, live.entry_pos(leaf))]
         window = anthropic_model(replay(path).model).context_window
         sid = idx.header.id if idx.header else None
         return session_stats(live.path, sid, entries, path, window)
