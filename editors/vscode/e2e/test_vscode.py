@@ -178,7 +178,14 @@ def test_set_label_the_leaf_stays_marked_by_its_icon(wb: Workbench, world: World
     icon = row.locator(".codicon-circle-filled")
     assert icon.count() == 1
     assert wb.pane("Tree").locator(".codicon-circle-filled").count() == 1
-    assert f"[{long_label}] {text}".startswith(row.locator(".label-name").inner_text().strip().rstrip("…"))
+    # the row's whole text, its label shortened as on every row (the side bar's width cuts it, not the extension)
+    shown = row.locator(".label-name").inner_text().strip()
+    assert shown.startswith("[checkpoint before the") and shown.endswith(f"] {text}"), shown
+    # and its colour: the icon is drawn in charts.green, the text in the list's own colour
+    green = wb.page.evaluate("getComputedStyle(document.querySelector('.monaco-workbench')).getPropertyValue('--vscode-charts-green')")
+    icon_color = icon.evaluate("e => getComputedStyle(e).color")
+    assert green.strip() and icon_color != row.locator(".label-name").evaluate("e => getComputedStyle(e).color"), icon_color
+    row.screenshot(path=str(wb.shot("labeled-leaf-row").with_name("labeled-leaf-row-zoom.png")))
     pane_box, icon_box = wb.pane("Tree").bounding_box(), icon.bounding_box()
     assert pane_box and icon_box and icon_box["x"] + icon_box["width"] <= pane_box["x"] + pane_box["width"]
     row.hover()
