@@ -37,6 +37,15 @@ def _open(path: str) -> SessionIndex:
         raise CliError(f"cannot read {path}: {e.strerror or e}") from None
 
 
+def _entry_id(idx: SessionIndex, entry_id: str, flag: str) -> str:
+    """An id given on the command line, known in the file."""
+    if not entry_id.strip():
+        raise CliError(f"{flag} is empty: give an entry id (pi-server tree --ids shows them)")
+    if entry_id not in idx.by_id:
+        raise CliError(f"no entry with id {entry_id} in {idx.path} ({flag}; pi-server tree --ids shows them)")
+    return entry_id
+
+
 def _current_leaf(idx: SessionIndex, args: argparse.Namespace) -> tuple[str | None, bool]:
     """(leaf, before the first entry): --before-first or --leaf, else the server's pointer, else
     the last entry.
@@ -49,8 +58,8 @@ def _current_leaf(idx: SessionIndex, args: argparse.Namespace) -> tuple[str | No
     from pi_server.live.leaf import kept_leaf, read_at
     from pi_server.store.state import default_state_dir, saved_leaf
 
-    if args.leaf is not None and args.leaf not in idx.by_id:
-        raise CliError(f"no entry with id {args.leaf} in {idx.path}")
+    if args.leaf is not None:
+        _entry_id(idx, args.leaf, "--leaf")
     asked = None if getattr(args, "before_first", False) else args.leaf if args.leaf is not None else UNSET
     if asked is not UNSET:
         return read_at(None, False, asked)
@@ -85,26 +94,43 @@ def _print(line: str) -> None:
 
 
 def _roots(dirs: list[str] | None) -> tuple[list[str], bool]:
-    from pi_server.store.discovery import resolve_roots
+    from pi_server.store.discovery import agent_dir_problem, resolve_roots
 
     for d in dirs or []:
-        if not os.path.isdir(os.path.expanduser(d)):
-            raise CliError(f"no such directory: {d}")
-    return resolve_roots(dirs)
+        path = os.path.expanduser(d)
+        if not d.strip():
+            raise CliError("--sessions-dir is empty: give a folder")
+        if not os.path.exists(path):
+            raise CliError(f"--sessions-dir {d}: no such directory")
+        if not os.path.isdir(path):
+            raise CliError(f"--sessions-dir {d}: not a directory (give the folder holding the sessions)")
+    problem = None if dirs else agent_dir_problem()
+    if problem:
+        raise CliError(problem)
+    roots, samples = resolve_roots(dirs)
+    if samples:
+        print(
+            "pi-server: no pi sessions on this machine (no PI_CODING_AGENT_DIR, no ~/.pi); "
+            "showing pi-server's bundled samples",
+            file=sys.stderr,
+        )
+    return roots, samples
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
     from pi_server.store.discovery import list_sessions
 
-    roots, samples = _roots(args.sessions_dir)
-    if samples:
-        print("no pi sessions on this machine; showing pi-server's bundled samples", file=sys.stderr)
+    roots, _ = _roots(args.sessions_dir)
     sessions = list_sessions(roots, query=args.query, limit=args.limit)
     if args.json:
         _dump({"sessions": sessions})
         return 0
-    if not sessions:
-        print("no sessions found under " + ", ".join(roots))
+    if not sessions and args.limit != 0:  # --limit 0 asked for none: nothing to explain
+        where = ", ".join(roots)
+        if args.query:
+            print(f"pi-server: no session under {where} matched the query {args.query!r}", file=sys.stderr)
+        else:
+            print(f"pi-server: no sessions under {where}", file=sys.stderr)
     for s in sessions:
         title = s.get("name") or s["firstMessage"]
         title = " ".join(title.split())
@@ -120,7 +146,7 @@ def _newest(dirs: list[str] | None) -> str:
     roots, samples = _roots(dirs)
     sessions = list_sessions(roots, limit=1)
     if not sessions:
-        raise CliError("no sessions found under " + ", ".join(roots))
+        raise CliError("no sessions under " + ", ".join(roots))
     note = "bundled sample session" if samples else "most recent session"
     print(f"pi-server: showing the {note} {sessions[0]['session']}", file=sys.stderr)
     return sessions[0]["session"]
@@ -131,15 +157,44 @@ def cmd_tree(args: argparse.Namespace) -> int:
 
     idx = _open(args.file if args.file else _newest(args.sessions_dir))
     leaf, _ = _current_leaf(idx, args)
-    result = get_tree(Outline(idx), leaf, args.filter, args.search or "", args.fold or [], args.offset, args.limit)
+    folded = [_entry_id(idx, f, "--fold") for f in args.fold or []]
+    result = get_tree(Outline(idx), leaf, args.filter, args.search or "", folded, args.offset, args.limit)
     if args.json:
         _dump(result)
         return 0
-    for line in render_text(result):
-        _print(line)
+    width = _terminal_width()
+    for line in render_text(result, ids=args.ids):
+        _print(line if width is None else fit_width(line, width))
     shown = len(result["rows"])
     print(f"({shown} of {result['total']} rows, filter {args.filter})")
     return 0
+
+
+def _terminal_width() -> int | None:
+    """The terminal's columns when stdout is one (rows are fitted, as pi's /tree does); else None."""
+    import shutil
+
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except ValueError:
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def fit_width(line: str, width: int) -> str:
+    """The line cut to `width` terminal columns (wide characters take two, combining ones none)."""
+    import unicodedata
+
+    used = 0
+    for i, ch in enumerate(line):
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        w = 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+        if used + w > width:
+            return line[:i]
+        used += w
+    return line
 
 
 def cmd_context(args: argparse.Namespace) -> int:
@@ -233,8 +288,8 @@ def _count(text: str) -> int:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        # one line, as every other CLI error (argparse would add the usage first)
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        # one line starting as every other CLI message (argparse would add the usage first)
+        self.exit(2, f"pi-server: {message} (see {self.prog} --help)\n")
 
 
 def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
@@ -261,7 +316,7 @@ def _add_reading_commands(sub: Any) -> None:
     ls = sub.add_parser("ls", help="list sessions, newest first")
     ls.add_argument("--sessions-dir", action="append", metavar="D", help="a sessions root (repeatable)")
     ls.add_argument("--query", help="words that must all appear in the name or messages")
-    ls.add_argument("--limit", type=_count, metavar="N")
+    ls.add_argument("--limit", type=_count, metavar="N", help="at most N sessions")
     ls.add_argument("--json", action="store_true", help="print the pi/listSessions result")
     ls.set_defaults(func=cmd_ls)
 
@@ -273,6 +328,7 @@ def _add_reading_commands(sub: Any) -> None:
     tr.add_argument("--leaf", metavar="ID", help="default: the leaf the server keeps, else the last entry")
     tr.add_argument("--state-dir", metavar="D", help="the server's state dir (for its leaf pointers)")
     tr.add_argument("--fold", action="append", metavar="ID", help="fold this entry (repeatable)")
+    tr.add_argument("--ids", action="store_true", help="show each row's entry id (what --leaf and --fold take)")
     tr.add_argument("--offset", type=_count, default=0, metavar="N")
     tr.add_argument("--limit", type=_count, metavar="N")
     tr.add_argument("--json", action="store_true", help="print the pi/getTree result")

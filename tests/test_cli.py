@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -220,3 +221,146 @@ def test_a_known_client_gets_the_initialize_reply_recorded_from_pygls(tmp_path: 
     other = {**init, "params": {"processId": None, "capabilities": {}}}
     reply = _serve(tmp_path, other, *rest)[0]
     assert reply["result"]["capabilities"]["positionEncoding"] == "utf-16"
+
+
+def _home(tmp_path: Path, pi: bool) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    if pi:
+        (home / ".pi").mkdir(exist_ok=True)
+    return {"HOME": str(home), "PI_CODING_AGENT_DIR": ""}
+
+
+def test_agent_dir_that_points_at_nothing_is_an_error(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-agent"
+    a_file = tmp_path / "agent.txt"
+    a_file.write_text("x")
+    sessions = tmp_path / "agent" / "sessions"
+    shutil.copytree(SAMPLES, sessions)
+    for var, named in [
+        (str(missing), str(missing)),
+        (str(a_file), str(a_file)),
+        (str(sessions), f"PI_CODING_AGENT_DIR={tmp_path / 'agent'}"),  # the sessions folder, not its parent
+    ]:
+        for cmd in (["ls"], ["ls", "--json"], ["tree"]):
+            r = run(*cmd, env={**_home(tmp_path, pi=False), "PI_CODING_AGENT_DIR": var})
+            assert r.returncode == 2, (var, cmd, r.stderr)
+            assert r.stdout == "" and "bundled" not in r.stderr, r.stderr
+            assert r.stderr.startswith("pi-server: ") and len(r.stderr.splitlines()) == 1
+            assert named in r.stderr, r.stderr
+    # its parent is what pi reads: that works
+    ok = run("ls", "--json", env={**_home(tmp_path, pi=False), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")})
+    assert ok.returncode == 0 and len(json.loads(ok.stdout)["sessions"]) == 3 and ok.stderr == ""
+
+
+def test_samples_only_when_nothing_points_anywhere(tmp_path: Path) -> None:
+    empty_agent = tmp_path / "fresh-agent"
+    empty_agent.mkdir()  # pi's agent folder before its first session
+    for env in (
+        {**_home(tmp_path, pi=False), "PI_CODING_AGENT_DIR": str(empty_agent)},
+        _home(tmp_path, pi=True),  # ~/.pi without sessions
+    ):
+        r = run("ls", env=env)
+        assert r.returncode == 0 and r.stdout == "", r.stderr
+        assert "bundled" not in r.stderr and r.stderr.startswith("pi-server: no sessions under "), r.stderr
+        assert "sessions" in r.stderr.split("under ", 1)[1]
+        t = run("tree", env=env)
+        assert t.returncode == 2 and "bundled" not in t.stderr and t.stderr.startswith("pi-server: no sessions")
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    r = run("ls", env=_home(bare, pi=False))
+    assert r.returncode == 0 and "bundled samples" in r.stderr and "no ~/.pi" in r.stderr
+
+
+def test_tree_ids_are_what_leaf_and_fold_take(tmp_path: Path) -> None:
+    sample = str(next(SAMPLES.rglob("*.jsonl")))
+    rows = json.loads(run("tree", sample, "--json", "--filter", "all").stdout)["rows"]
+    plain = run("tree", sample, "--filter", "all").stdout.splitlines()
+    with_ids = run("tree", sample, "--filter", "all", "--ids").stdout.splitlines()
+    assert len(with_ids) == len(plain) == len(rows) + 1
+    for row, a, b in zip(rows, plain, with_ids, strict=False):
+        # the id sits before the row's text, where pi puts a label
+        cut = len(a) - len(row["title"]) - (len(f"[{row['label']}] ") if "label" in row else 0)
+        assert b == a[:cut] + row["id"] + " " + a[cut:], (a, b)
+    foldable = next(r["id"] for r in rows if r["foldable"])
+    folded = run("tree", sample, "--filter", "all", "--fold", foldable)
+    assert folded.returncode == 0 and len(folded.stdout.splitlines()) < len(plain)
+    bad = run("tree", sample, "--fold", "nope")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.startswith("pi-server: no entry with id nope") and "--fold" in bad.stderr
+
+
+def test_every_message_names_its_problem(tmp_path: Path) -> None:
+    sample = str(next(SAMPLES.rglob("*.jsonl")))
+    a_file = tmp_path / "f.txt"
+    a_file.write_text("x")
+    nothing = run("ls", "--sessions-dir", str(SAMPLES), "--query", "zzqx nothing like this")
+    assert nothing.returncode == 0 and nothing.stdout == ""
+    assert nothing.stderr.startswith("pi-server: no session under ") and "matched the query" in nothing.stderr
+    none = run("ls", "--sessions-dir", str(SAMPLES), "--limit", "0")
+    assert none.returncode == 0 and none.stdout == "" and none.stderr == ""
+    assert json.loads(run("ls", "--sessions-dir", str(SAMPLES), "--limit", "0", "--json").stdout) == {"sessions": []}
+    cases = {
+        ("ls", "--sessions-dir", str(a_file)): "not a directory",
+        ("ls", "--sessions-dir", str(tmp_path / "missing")): "no such directory",
+        ("tree", sample, "--leaf", ""): "--leaf is empty",
+        ("context", sample, "--leaf", ""): "--leaf is empty",
+        ("tree", sample, "--fold", ""): "--fold is empty",
+        ("tree", sample, "--filter", "nope"): "invalid choice",
+        ("ls", "--limit", "-1"): "must be 0 or more",
+    }
+    for args, says in cases.items():
+        r = run(*args)
+        assert r.returncode == 2 and r.stdout == "", (args, r.stderr)
+        assert r.stderr.startswith("pi-server: ") and len(r.stderr.splitlines()) == 1, (args, r.stderr)
+        assert says in r.stderr, (args, r.stderr)
+
+
+def _on_a_terminal(args: list[str], columns: int) -> str:
+    """pi-server run with its stdout on a pseudo-terminal `columns` wide; what it printed."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    main_fd, sub_fd = pty.openpty()
+    fcntl.ioctl(sub_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    attrs = termios.tcgetattr(sub_fd)
+    attrs[1] &= ~termios.ONLCR  # keep the \n the program wrote
+    termios.tcsetattr(sub_fd, termios.TCSANOW, attrs)
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    p = subprocess.Popen([sys.executable, "-m", "pi_server", *args], stdout=sub_fd, stderr=subprocess.PIPE, env=env)
+    os.close(sub_fd)
+    out = bytearray()
+    while True:
+        try:
+            chunk = os.read(main_fd, 65536)
+        except OSError:  # the terminal closed: the program is done
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(main_fd)
+    assert p.wait(60) == 0, p.stderr.read() if p.stderr else ""
+    return out.decode()
+
+
+def test_long_rows_fit_the_terminal(tmp_path: Path) -> None:
+    f = tmp_path / "long.jsonl"
+    head = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
+    lines = [head]
+    parent = None
+    for i, text in enumerate(["short", "x" * 700, "漢字" * 300, "ok"]):
+        e = {"type": "message", "id": f"e{i}", "parentId": parent, "timestamp": f"2026-01-01T00:00:0{i}.000Z"}
+        e["message"] = {"role": "user", "content": text, "timestamp": 0}
+        lines.append(e)
+        parent = e["id"]
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    piped = run("tree", str(f), "--ids").stdout.splitlines()
+    assert max(len(line) for line in piped) > 200  # a pipe gets whole rows
+    shown = _on_a_terminal(["tree", str(f), "--ids"], 50).splitlines()
+    assert len(shown) == len(piped)
+    for full, cut in zip(piped, shown, strict=True):
+        assert full.startswith(cut)
+        width = sum(2 if "\u4e00" <= c <= "\u9fff" else 1 for c in cut)
+        assert width <= 50 and (width >= 49 or cut == full), (cut, width)

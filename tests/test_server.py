@@ -494,3 +494,20 @@ async def test_first_write_to_a_v1_file_migrates_it_as_pi_does(store, tmp_path: 
     )
     pi = json.loads(out.stdout)
     assert pi["ids"] == [*before.ids, lab["entryId"]] and pi["label"] == "kept-id"
+
+
+async def test_an_unknown_method_is_the_clients_business_not_a_server_error(
+    store: dict[str, Any], tmp_path: Path
+) -> None:
+    for verbose in ((), ("-v",)):
+        log = tmp_path / f"server{len(verbose)}.log"
+        async with server(*args(store, "--log-file", str(log), *verbose)) as c:
+            for method in ("editor/somethingElse", "pi/noSuchMethod"):
+                with pytest.raises(JsonRpcException) as e:
+                    await c.call(method, {})
+                assert e.value.code == -32601
+            assert (await c.call("pi/listSessions", {"limit": 1}))["sessions"]
+        text = log.read_text()
+        assert " ERROR " not in text, text
+        if verbose:  # still there for whoever debugs a client
+            assert "DEBUG pi_server: Method Not Found: editor/somethingElse" in text, text

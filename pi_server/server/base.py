@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 from lsprotocol import converters
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInternalError
+from pygls.exceptions import JsonRpcInternalError, JsonRpcMethodNotFound
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
@@ -139,5 +139,8 @@ class PiServer(Host, LanguageServer):
         self.shutdown()
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        if not isinstance(error, errors.PiError):
+        if isinstance(error, JsonRpcMethodNotFound):
+            # a client asking what this server does not offer is the client's business
+            log.debug("%s", error)
+        elif not isinstance(error, errors.PiError):
             log.error("%s", error)

@@ -28,13 +28,62 @@ def default_roots() -> list[str]:
 
 
 def resolve_roots(dirs: list[str] | None) -> tuple[list[str], bool]:
-    """The roots to serve, and whether they are the bundled samples (no store on this machine)."""
+    """The roots to serve, and whether they are the bundled samples.
+
+    The samples only when nothing points anywhere: no `PI_CODING_AGENT_DIR` and no `~/.pi`.
+    A variable or a `~/.pi` without sessions is an empty store, never demo data.
+    """
     if dirs:
         return [os.path.abspath(os.path.expanduser(d)) for d in dirs], False
     roots = default_roots()
-    if any(os.path.isdir(r) for r in roots):
+    pi_home = os.path.join(os.path.expanduser("~"), ".pi")
+    if os.environ.get("PI_CODING_AGENT_DIR") or os.path.lexists(pi_home):
         return roots, False
     return [str(SAMPLES_DIR)], True
+
+
+def agent_dir_problem() -> str | None:
+    """What is wrong with `PI_CODING_AGENT_DIR` as a place to find sessions, or None.
+
+    pi reads `$PI_CODING_AGENT_DIR/sessions`; a path that is not there, or the sessions
+    folder itself given where its parent was meant, is named with what to set instead.
+    """
+    env = os.environ.get("PI_CODING_AGENT_DIR")
+    if not env:
+        return None
+    agent = os.path.abspath(os.path.expanduser(env))
+    sessions = os.path.join(agent, "sessions")
+    if os.path.isdir(sessions):
+        return None
+    if not os.path.exists(agent):
+        return f"PI_CODING_AGENT_DIR is {agent}, which does not exist"
+    if not os.path.isdir(agent):
+        return f"PI_CODING_AGENT_DIR is {agent}, which is not a directory"
+    if _holds_sessions(agent):
+        return (
+            f"PI_CODING_AGENT_DIR is {agent}, a sessions folder: pi reads {sessions}; "
+            f"set PI_CODING_AGENT_DIR={os.path.dirname(agent)}"
+        )
+    return None  # an agent folder where pi has not saved a session yet
+
+
+def _holds_sessions(folder: str) -> bool:
+    """Session files directly in the folder, or pi's `--<cwd>--` folders holding them."""
+    try:
+        with os.scandir(folder) as it:
+            entries = list(it)
+    except OSError:
+        return False
+    for e in entries:
+        if e.name.endswith(".jsonl") and e.is_file():
+            return True
+        if e.name.startswith("--") and e.name.endswith("--") and e.is_dir():
+            try:
+                if any(n.endswith(".jsonl") for n in os.listdir(e.path)):
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 def iter_session_files(roots: list[str]) -> Iterator[str]:

@@ -391,13 +391,15 @@ def _within_budget(lay: Layout, offset: int, end: int) -> list[int]:
     return out
 
 
-def render_text(result: dict[str, Any]) -> list[str]:
-    """Rows drawn as pi's /tree draws them (no colours, no cursor)."""
+def render_text(result: dict[str, Any], ids: bool = False) -> list[str]:
+    """Rows drawn as pi's /tree draws them (no colours, no cursor); `ids`: each entry's id
+    before its label and text."""
     lines = []
     for row in result["rows"]:
         mark = "• " if row["onActivePath"] else ""
         label = f"[{row['label']}] " if "label" in row else ""
-        lines.append(row_prefix(row) + mark + label + row["title"])
+        entry_id = f"{row['id']} " if ids else ""
+        lines.append(row_prefix(row) + mark + entry_id + label + row["title"])
     return lines
 
 

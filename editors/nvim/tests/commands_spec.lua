@@ -49,16 +49,35 @@ return {
     local file = H.shop()
     H.open(file)
     vim.cmd("wincmd p")
+    local wins, main = #vim.api.nvim_tabpage_list_wins(0), vim.api.nvim_get_current_win()
     vim.cmd("PiContext")
     H.wait(function() return vim.bo.filetype == "json" end, "context buffer")
-    local shown = vim.json.decode(table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n"), { luanil = { object = true } })
+    local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+    local shown = vim.json.decode(table.concat(lines, "\n"), { luanil = { object = true } })
     H.eq(vim.json.decode(H.cli({ "context", file }), { luanil = { object = true } }), shown)
-    vim.cmd("close")
+    -- in the wide main window, not a split under the sidebar
+    H.eq(wins, #vim.api.nvim_tabpage_list_wins(0))
+    H.truthy(vim.api.nvim_get_current_win() ~= tree.win(), "not the sidebar")
+    H.eq(main, vim.api.nvim_get_current_win())
+    -- the messages first, entryIds after them
+    H.eq('  "messages": [', lines[2])
+    local entry_ids
+    for i, l in ipairs(lines) do
+      if l == '  "entryIds": [' then
+        entry_ids = i
+      end
+    end
+    H.truthy(entry_ids and entry_ids > #lines - #shown.entryIds - 20, "entryIds near the end: " .. tostring(entry_ids))
+    local context_buf = vim.api.nvim_get_current_buf()
+    vim.cmd("normal q") -- back to what the window showed
+    H.truthy(vim.api.nvim_get_current_buf() ~= context_buf, "q leaves the context")
+    H.eq(wins, #vim.api.nvim_tabpage_list_wins(0))
     local row = H.row_where(function(r) return r.title:find("^user: Run the tests") end)
     vim.api.nvim_set_current_win(tree.win())
     H.cursor_to(row.id)
     vim.cmd("PiContext llm")
     H.wait(function() return vim.bo.filetype == "json" end, "llm context buffer")
+    H.eq(main, vim.api.nvim_get_current_win()) -- asked from the sidebar: shown in the main window too
     shown = vim.json.decode(table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n"), { luanil = { object = true } })
     H.eq(vim.json.decode(H.cli({ "context", file, "--leaf", row.id, "--format", "llm" }), { luanil = { object = true } }), shown)
   end },
@@ -117,6 +136,23 @@ return {
     H.truthy(text:find("pi-server 0", 1, true), text)
     H.truthy(text:find("OK", 1, true), text)
     H.truthy(not text:find("ERROR", 1, true), text)
+  end },
+  { ":checkhealth counts the session files the server lists, in a flat folder too", function()
+    local flat = H.root .. "/flat"
+    vim.fn.mkdir(flat .. "/deeper/still", "p")
+    vim.fn.mkdir(flat .. "/.hidden", "p")
+    local files = vim.fn.globpath(H.sessions, "*/*.jsonl", false, true)
+    for i, f in ipairs(files) do
+      local into = ({ flat, flat .. "/deeper/still", flat })[i] or flat
+      vim.fn.writefile(vim.fn.readfile(f, "b"), into .. "/" .. vim.fs.basename(f), "b")
+    end
+    vim.fn.writefile(vim.fn.readfile(files[1], "b"), flat .. "/.hidden/skipped.jsonl", "b")
+    H.setup({ sessions_dirs = { flat } })
+    local listed = #H.request("pi/listSessions", {}).sessions
+    H.eq(#files, listed)
+    vim.cmd("silent checkhealth pi_sessions")
+    local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    H.truthy(text:find(("%s exists (%d session files)"):format(vim.fs.normalize(flat), listed), 1, true), text)
   end },
   { "the help file passes :helptags", function()
     local doc = H.plugin_dir .. "/doc"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import BROKEN_SERVER, World
-from workbench import Workbench
+from workbench import TIMEOUT, Workbench
 
 SHOP = "01a22bae"
 
@@ -149,18 +149,14 @@ def test_continue_here_moves_the_leaf_and_the_selection_follows(wb: Workbench, w
 
 
 def test_continue_here_fork_opens_the_new_session(wb: Workbench, world: World) -> None:
-    before = {s["session"] for s in world.cli("ls")["sessions"]}
+    before = {str(p) for p in world.sessions.rglob("*.jsonl")}
     rows = server_rows(world, shop_file(world))
     target = next(r for r in rows if r.get("role") == "assistant" and r["onActivePath"] and not r.get("label"))
     wb.context_menu(wb.row("Tree", re.compile(f"^{re.escape(row_text(target))}")), "Continue Here…")
     wb.pick("Fork into a new session")
-    new = set()
-    for _ in range(60):
-        new = {s["session"] for s in world.cli("ls")["sessions"]} - before
-        if new:
-            break
-        wb.page.wait_for_timeout(500)
-    assert len(new) == 1
+    # the state the test needs: the fork's file in the store (pi-server writes it whole, in one go)
+    new = wait_state(lambda: {str(p) for p in world.sessions.rglob("*.jsonl")} - before, "the forked session's file")
+    assert len(new) == 1, new
     forked = new.pop()
     expected = [row_text(r) for r in server_rows(world, forked)]
     wb.wait_rows("Tree", lambda ls: strip_leaf(ls) == expected, what="the forked session's rows")
@@ -168,7 +164,7 @@ def test_continue_here_fork_opens_the_new_session(wb: Workbench, world: World) -
     wb.shot("forked")
 
 
-def test_set_label_keeps_the_leaf_marker_in_view(wb: Workbench, world: World) -> None:
+def test_set_label_the_leaf_stays_marked_by_its_icon(wb: Workbench, world: World) -> None:
     leaf = next(label for label in wb.row_labels("Tree") if label.endswith(" (leaf)"))
     text = leaf.removesuffix(" (leaf)")
     wb.context_menu(wb.row("Tree", text), "Set Label…")
@@ -177,11 +173,27 @@ def test_set_label_keeps_the_leaf_marker_in_view(wb: Workbench, world: World) ->
     marked = f"[{long_label}] {text} (leaf)"
     wb.wait_rows("Tree", lambda ls: marked in ls, what="the labeled leaf row")
     row = wb.row("Tree", f"[{long_label}] {text}")
-    marker = row.locator(".label-description")
-    assert marker.inner_text().strip() == "← leaf"
-    pane_box, marker_box = wb.pane("Tree").bounding_box(), marker.bounding_box()
-    assert pane_box and marker_box and marker_box["x"] + marker_box["width"] <= pane_box["x"] + pane_box["width"]
+    # the leaf's marker is its icon (which no width cuts), its text the row's own, with no suffix
+    assert row.locator(".label-description").count() == 0 or row.locator(".label-description").inner_text().strip() == ""
+    icon = row.locator(".codicon-circle-filled")
+    assert icon.count() == 1
+    assert wb.pane("Tree").locator(".codicon-circle-filled").count() == 1
+    # the row's whole text, its label shortened as on every row (the side bar's width cuts it, not the extension)
+    shown = row.locator(".label-name").inner_text().strip()
+    assert shown.startswith("[checkpoint before the") and shown.endswith(f"] {text}"), shown
+    # and its colour: the icon is drawn in charts.green, the text in the list's own colour
+    green = wb.page.evaluate("getComputedStyle(document.querySelector('.monaco-workbench')).getPropertyValue('--vscode-charts-green')")
+    icon_color = icon.evaluate("e => getComputedStyle(e).color")
+    assert green.strip() and icon_color != row.locator(".label-name").evaluate("e => getComputedStyle(e).color"), icon_color
+    row.screenshot(path=str(wb.shot("labeled-leaf-row").with_name("labeled-leaf-row-zoom.png")))
+    pane_box, icon_box = wb.pane("Tree").bounding_box(), icon.bounding_box()
+    assert pane_box and icon_box and icon_box["x"] + icon_box["width"] <= pane_box["x"] + pane_box["width"]
+    row.hover()
+    hover = wb.page.locator(".monaco-hover", has_text="the leaf")
+    hover.first.wait_for(state="visible", timeout=TIMEOUT)
+    assert f"[{long_label}]" in hover.first.inner_text()
     wb.shot("labeled")
+    wb.page.keyboard.press("Escape")
 
 
 def test_copy_context_puts_the_servers_context_on_the_clipboard(wb: Workbench, world: World) -> None:
@@ -199,8 +211,23 @@ def test_copy_context_puts_the_servers_context_on_the_clipboard(wb: Workbench, w
     wb.shot("copied-context")
 
 
+def wait_state(get: Any, what: str) -> Any:
+    """The first truthy value of `get()`: a state of the files or the server, looked at until it holds."""
+    end = time.monotonic() + TIMEOUT / 1000
+    while time.monotonic() < end:
+        value = get()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def last_entry(file: str) -> dict[str, Any]:
+    return json.loads(Path(file).read_text().splitlines()[-1])
+
+
 def row_note(wb: Workbench, text: str) -> str:
-    """The row's description (what follows its label: "⊘ omitted", "← leaf")."""
+    """The row's description (what follows its label: "⊘ omitted", "✎ replaced")."""
     d = wb.row("Tree", text).locator(".label-description")
     return d.inner_text().strip() if d.count() else ""
 
@@ -229,10 +256,8 @@ def test_omit_and_restore_a_message_from_the_tree_rows_menu(wb: Workbench, world
     wb.shot("context-menu-omit")
     wb.page.keyboard.press("Escape")
     wb.context_menu(wb.row("Tree", text), "Omit from Context")
-    end = time.monotonic() + 30
-    while time.monotonic() < end and target["id"] in world.cli("context", shop, json_flag=False)["entryIds"]:
-        time.sleep(0.3)
-    last = json.loads(Path(shop).read_text().splitlines()[-1])
+    wait_state(lambda: last_entry(shop).get("targetId") == target["id"], "the context edit in the file")
+    last = last_entry(shop)
     assert last["type"] == "context_edit" and last["targetId"] == target["id"] and last["replacement"] is None, last
     assert target["id"] not in world.cli("context", shop, json_flag=False)["entryIds"]
     wb.page.wait_for_function(
@@ -247,10 +272,11 @@ def test_omit_and_restore_a_message_from_the_tree_rows_menu(wb: Workbench, world
     wb.shot("context-menu-restore")
     wb.page.keyboard.press("Escape")
     wb.context_menu(wb.row("Tree", text), "Restore to Context")
-    end = time.monotonic() + 30
-    while time.monotonic() < end and target["id"] not in world.cli("context", shop, json_flag=False)["entryIds"]:
-        time.sleep(0.3)
-    restore = json.loads(Path(shop).read_text().splitlines()[-1])
+    wait_state(
+        lambda: last_entry(shop).get("targetId") == target["id"] and last_entry(shop).get("replacement") is not None,
+        "the restoring context edit in the file",
+    )
+    restore = last_entry(shop)
     entry = next(json.loads(line) for line in Path(shop).read_text().splitlines() if f'"id":"{target["id"]}"' in line)
     assert restore["type"] == "context_edit" and restore["replacement"] == {"content": entry["message"]["content"]}
     assert target["id"] in world.cli("context", shop, json_flag=False)["entryIds"]
@@ -315,7 +341,7 @@ def chat_text(wb: Workbench) -> str:
     return wb.webview_frame("#log").locator("#log").inner_text()
 
 
-def wait_chat(wb: Workbench, pred: Any, what: str, timeout: float = 60) -> str:
+def wait_chat(wb: Workbench, pred: Any, what: str, timeout: float = TIMEOUT / 1000) -> str:
     end = wb.page.evaluate("Date.now()") + timeout * 1000
     text = ""
     while wb.page.evaluate("Date.now()") < end:
@@ -328,7 +354,10 @@ def wait_chat(wb: Workbench, pred: Any, what: str, timeout: float = 60) -> str:
 
 
 def send(wb: Workbench, text: str) -> None:
+    """Sends a prompt as a user does: once the turn before has ended (Send shown again, Stop hidden);
+    a prompt while a turn runs is refused by the server as Busy."""
     frame = wb.webview_frame("#t")
+    frame.locator("#send").wait_for(state="visible", timeout=TIMEOUT)
     frame.locator("#t").fill(text)
     frame.locator("#t").press("Enter")
 

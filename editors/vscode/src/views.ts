@@ -145,15 +145,13 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
       : canFold(row)
         ? api.TreeItemCollapsibleState.Expanded
         : api.TreeItemCollapsibleState.None;
+    // the leaf is marked by its icon and colour, not by a suffix that a narrow side bar would cut
     const isLeaf = row.isLeaf || this.leafRow() === row;
-    // a long label must not push the leaf marker out of view (the whole text is in the tooltip); while
-    // searching, the whole text shows, so that the matched words do
-    const text = isLeaf && !this.model.search ? oneLine(shownText(row), LEAF_TEXT) : shownText(row);
+    const text = shownText(row);
     const item = new api.TreeItem({ label: text, highlights: highlights(text, this.model.search) }, state);
     item.id = `${this.model.session}#${this.generation}#${canFold(row) ? "+" : "-"}#${row.id}`;
     const edit = this.model.edits.get(row.id);
-    const notes = [edit ? EDIT_NOTES[edit] : undefined, isLeaf ? "← leaf" : undefined].filter(Boolean);
-    item.description = notes.length ? notes.join(" ") : undefined;
+    item.description = edit ? EDIT_NOTES[edit] : undefined;
     // read aloud (and by the end-to-end tests): the whole row, however the label is shortened
     item.accessibilityInformation = { label: `${rowText(row)}${isLeaf ? " (leaf)" : ""}`, role: "treeitem" };
     const tool = isToolRow(row);
@@ -168,9 +166,8 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
     item.iconPath = new api.ThemeIcon(icon, color);
     const tip = new api.MarkdownString();
     tip.appendCodeblock(rowLine(row), "text");
-    tip.appendMarkdown(
-      `${row.role ? `${row.type} · ${row.role}` : row.type}${row.onActivePath ? " · on the active path" : ""}${row.isLeaf ? " · **leaf**" : ""}\n\n`,
-    );
+    if (isLeaf) tip.appendMarkdown("**the leaf**: the conversation continues here\n\n");
+    tip.appendMarkdown(`${row.role ? `${row.type} · ${row.role}` : row.type}${row.onActivePath ? " · on the active path" : ""}\n\n`);
     if (isLeaf && !row.isLeaf) tip.appendMarkdown(`the leaf is a hidden entry after this row (\`${this.model.leafId}\`)\n\n`);
     if (edit) tip.appendMarkdown(`${edit === "omitted" ? "left out of the context" : "sent with replaced content"} by a context edit on this path\n\n`);
     if (row.timestamp) tip.appendMarkdown(`${new Date(row.timestamp).toLocaleString()} · `);
@@ -190,7 +187,6 @@ export class TreeProvider implements vscode.TreeDataProvider<TreeElement> {
 }
 
 const EDIT_NOTES: Record<EditState, string> = { omitted: "⊘ omitted", replaced: "✎ replaced" };
-const LEAF_TEXT = 20; // characters of the leaf row's text, so that "← leaf" stays in view in a narrow side bar
 const LABEL_TEXT = 24; // characters of a label shown in a row
 
 /** `[label] title`, a long label shortened. */

@@ -47,8 +47,13 @@ test("clicking a session shows its tree, the leaf revealed and marked", async ()
   const leaf = allRows().find((el) => el.kind === "row" && el.row.isLeaf)!;
   assert.equal(leaf.kind === "row" && leaf.row.id, h.api.tree.leafId);
   const leafItem = item(treeView(), leaf);
-  assert.equal(leafItem.description, "← leaf");
+  // marked by its icon and colour, its text whole like every other row's
+  assert.equal(leafItem.description, undefined);
   assert.equal(leafItem.iconPath.id, "circle-filled");
+  assert.equal(leafItem.iconPath.color.id, "charts.green");
+  assert.ok(leaf.kind === "row" && labelOf(leafItem).endsWith(leaf.row.title), labelOf(leafItem));
+  assert.match(leafItem.tooltip.value, /the leaf/);
+  assert.equal(allRows().filter((el) => item(treeView(), el).iconPath.id === "circle-filled").length, 1);
   await vscode.commands.executeCommand("piSessions.setFilter", "default");
   assert.equal(treeView().description, "orders repository refactor");
   const labeled = rows.map((el) => item(treeView(), el)).find((it) => labelOf(it).startsWith("[repository] "));
@@ -191,16 +196,18 @@ test("after Set Label the leaf is a hidden label entry: the row it resolves to k
   // a session whose last entry ends a turn, so the label is written at once
   const notes = h.box.files.find((f) => f !== file(h.box, SHOP) && readFileSync(f, "utf8").includes('"cwd":"/home/demo/notes"'))!;
   await vscode.commands.executeCommand("piSessions.openSession", notes);
-  const leafBefore = rowItems().filter(({ it }) => it.description === "← leaf");
+  const leafBefore = rowItems().filter(({ it }) => it.iconPath.id === "circle-filled");
   assert.equal(leafBefore.length, 1);
   const el = leafBefore[0].el;
   stub.answers.inputs.push("a very long label that someone typed to explain at length why this point in the session matters");
   await vscode.commands.executeCommand("piSessions.setLabel", el);
   assert.ok(h.api.tree.leafId && !h.api.tree.row(h.api.tree.leafId), "the leaf (the label entry) is hidden by the default filter");
-  const marked = rowItems().filter(({ it }) => it.description === "← leaf");
+  const marked = rowItems().filter(({ it }) => it.iconPath.id === "circle-filled");
   assert.deepEqual(marked.map(({ el: m }) => m.kind === "row" && m.row.id), [el.kind === "row" && el.row.id]);
-  assert.ok(labelOf(marked[0].it).length <= 26, `the label leaves room for the marker: ${labelOf(marked[0].it)}`);
-  assert.equal(marked[0].it.iconPath.id, "circle-filled");
+  // the text is the row's own, as on every row; the marker is the icon, which no width cuts
+  assert.ok(labelOf(marked[0].it).startsWith("[a very long label"), labelOf(marked[0].it));
+  assert.equal(marked[0].it.description, undefined);
+  assert.match(marked[0].it.tooltip.value, /the leaf/);
 });
 
 test("the title bar's Open Chat opens the chat at the leaf, whatever row is selected; a row's Open Chat asks first", async () => {

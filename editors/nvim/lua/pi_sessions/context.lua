@@ -6,6 +6,7 @@ local util = require("pi_sessions.util")
 local M = {}
 
 M.FORMATS = { "agent", "llm", "anthropic", "openai" }
+M.KEY_ORDER = { "messages", "leafId", "model", "thinkingLevel", "tokens", "system", "entryIds", "request" }
 
 --- The session to act on: the sidebar's, else the current .jsonl buffer's.
 function M.current_session()
@@ -43,7 +44,8 @@ function M.open(format)
     if tree.win() == vim.api.nvim_get_current_win() then
       vim.cmd("wincmd p")
     end
-    local lines = vim.split(util.json(result), "\n", { plain = true })
+    -- the messages first: entryIds (one per message) would push them hundreds of lines down
+    local lines = vim.split(util.json(result, nil, M.KEY_ORDER), "\n", { plain = true })
     M.last_buf = util.scratch(lines, "json", ("pi-context://%s/%s/%s"):format(vim.fn.fnamemodify(session, ":t:r"), result.leafId or "root", format))
   end)
 end

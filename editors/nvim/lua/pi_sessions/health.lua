@@ -11,6 +11,21 @@ local function run(cmd, timeout)
   return obj
 end
 
+--- The `*.jsonl` files under `dir` found as the server finds them: at any
+--- depth, hidden folders skipped, symlinked folders not followed.
+function M.count_session_files(dir)
+  local n = 0
+  local skip = function(rel) -- a folder's path relative to `dir`: descend unless it is hidden
+    return vim.fs.basename(rel):sub(1, 1) ~= "."
+  end
+  for name, kind in vim.fs.dir(dir, { depth = math.huge, skip = skip }) do
+    if name:match("%.jsonl$") and (kind == "file" or (kind == "link" and vim.fn.isdirectory(vim.fs.joinpath(dir, name)) == 0)) then
+      n = n + 1
+    end
+  end
+  return n
+end
+
 -- Every sidebar key must name an action (see :help pi_sessions-actions).
 function M.check_keymaps(health, config)
   health.start("pi_sessions: sidebar keys")
@@ -50,7 +65,7 @@ function M.check()
   local shown = table.concat(cmd, " ")
   if not cmd[1] or vim.fn.executable(cmd[1]) ~= 1 then
     health.error(("`%s` not found"):format(shown), {
-      "Install the server: pip install pi-server (or pip install -e . in the pi-server repository)",
+      "Install the server: pipx install /path/to/pi-server (Debian/Ubuntu: sudo apt install pipx)",
       "or set `cmd` in require('pi_sessions').setup({ cmd = { ... } })",
     })
   else
@@ -83,8 +98,7 @@ function M.check()
   health.start("pi_sessions: session folders")
   for _, dir in ipairs(config.roots()) do
     if vim.fn.isdirectory(dir) == 1 then
-      local n = #vim.fn.globpath(dir, "*/*.jsonl", false, true)
-      health.ok(("%s exists (%d session files)"):format(dir, n))
+      health.ok(("%s exists (%d session files)"):format(dir, M.count_session_files(dir)))
     else
       health.warn(dir .. " does not exist", { "Run pi once, or set `sessions_dirs` in setup()" })
     end

@@ -13,8 +13,9 @@ local function is_array(t)
 end
 
 --- Pretty-printed JSON with sorted keys (Lua tables keep no key order, so a
---- stable order beats a random one).
-function M.json(value, indent)
+--- stable order beats a random one); `first` lists top-level keys to put
+--- before the others, in that order (what a reader looks for first).
+function M.json(value, indent, first)
   indent = indent or ""
   local t = type(value)
   if value == vim.NIL or value == nil then
@@ -35,7 +36,15 @@ function M.json(value, indent)
     if #keys == 0 then
       return "{}"
     end
+    local rank = {}
+    for i, k in ipairs(first or {}) do
+      rank[k] = i
+    end
     table.sort(keys, function(a, b)
+      local ra, rb = rank[a] or math.huge, rank[b] or math.huge
+      if ra ~= rb then
+        return ra < rb
+      end
       return tostring(a) < tostring(b)
     end)
     local parts = {}
@@ -140,16 +149,50 @@ function M.float(lines, ft, title)
   return buf, win
 end
 
---- Text in a new scratch split (for long output such as contexts).
+--- The window long output belongs in: the widest window of the tab that is
+--- neither floating nor of fixed width (a sidebar keeps its width fixed).
+function M.main_window()
+  local best, best_width = nil, -1
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    local cfg = vim.api.nvim_win_get_config(win)
+    if cfg.relative == "" and not vim.wo[win].winfixwidth then
+      local width = vim.api.nvim_win_get_width(win)
+      if width > best_width then
+        best, best_width = win, width
+      end
+    end
+  end
+  return best
+end
+
+--- Text in a scratch buffer shown in the main window (for long output such as
+--- contexts); a split of its own only when every window is a sidebar. `q`
+--- goes back to what the window showed before.
 function M.scratch(lines, ft, name)
-  vim.cmd("botright new")
+  local win = M.main_window()
+  if win then
+    vim.api.nvim_set_current_win(win)
+  else
+    vim.cmd("botright new")
+  end
   local buf = scratch_buf(lines, ft, name)
   local old = vim.api.nvim_get_current_buf()
   vim.api.nvim_win_set_buf(0, buf)
-  if old ~= buf and vim.api.nvim_buf_is_valid(old) and vim.bo[old].buftype == "" and vim.api.nvim_buf_get_name(old) == "" then
+  local replaced_empty = old ~= buf and vim.api.nvim_buf_is_valid(old) and vim.bo[old].buftype == ""
+    and vim.api.nvim_buf_get_name(old) == "" and not vim.bo[old].modified
+  if replaced_empty then
     pcall(vim.api.nvim_buf_delete, old, { force = true })
   end
-  vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf, nowait = true, desc = "Close" })
+  vim.keymap.set("n", "q", function()
+    local back = vim.fn.bufnr("#")
+    if back > 0 and back ~= buf and vim.api.nvim_buf_is_valid(back) and vim.bo[back].buflisted then
+      vim.api.nvim_win_set_buf(0, back)
+    elseif #vim.api.nvim_tabpage_list_wins(0) > 1 and not win then
+      vim.cmd("close")
+    else
+      vim.cmd("enew")
+    end
+  end, { buffer = buf, nowait = true, desc = "Back" })
   return buf
 end
 
