@@ -106,7 +106,7 @@ class SessionAppender:
             entry["firstKeptEntryId"] = entry["id"]  # pi 1.6.0: retain none, keep from the compaction itself
         if idx.version < 3 and migrate_in_place(idx):
             idx.refresh()  # ids are kept; the header changed
-        append_lines(idx.path, [entry])
+        append_lines(idx.path, [entry], idx.roots)
         # the entry landed: nothing after this may report the write as failed
         try:
             self.appended += idx.refresh()[0]

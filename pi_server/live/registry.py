@@ -81,11 +81,11 @@ class Registry:
         idx = self.building.pop(path, None)  # half indexed in the background: finish it now
         from_cache = False
         if idx is None:
-            idx = self.cache.load(path)
+            idx = self.cache.load(path, tuple(self.roots))
             from_cache = idx is not None
         try:
             if idx is None:
-                idx = SessionIndex.open(path)
+                idx = SessionIndex.open(path, tuple(self.roots))
             elif not from_cache:
                 idx.refresh()
                 if idx.header is None:
@@ -108,13 +108,13 @@ class Registry:
         from pi_server.store.records import NotASession
         idx = self.building.get(path)
         if idx is None:
-            cached = self.cache.load(path)
+            cached = self.cache.load(path, tuple(self.roots))
             if cached is not None:
                 self._adopt(path, cached, True)
                 return True
             from pi_server.store.index import SessionIndex
 
-            idx = self.building[path] = SessionIndex(path)
+            idx = self.building[path] = SessionIndex(path, roots=tuple(self.roots))
         try:
             idx.refresh(max_bytes=budget)
         except (NotASession, OSError):
@@ -455,4 +455,4 @@ class Registry:
         directory = os.path.join(self.roots[0], safe)
         refuse_samples(directory)
         os.makedirs(directory, exist_ok=True)
-        return new_session_file(directory, {"cwd": cwd}, entries or [])
+        return new_session_file(directory, {"cwd": cwd}, entries or [], tuple(self.roots))
