@@ -7,16 +7,23 @@ several servers (two editor windows) can share one state dir.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import hashlib
 import json
 import logging
 import os
-import tempfile
+import re
+import secrets
+import stat
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
+
+from pi_server.store import beneath
 
 log = logging.getLogger("pi_server")
 
@@ -26,22 +33,83 @@ def default_state_dir() -> str:
     return os.path.join(base, "pi-server")
 
 
-def atomic_write(path: str | Path, data: bytes, *, durable: bool = True) -> None:
-    """Temp file + rename. `durable` also fsyncs (not needed for caches, which are rebuilt if torn)."""
+def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, roots: tuple[str, ...] = ()) -> None:
+    """Temp file + rename. `durable` also fsyncs (not needed for caches, which are rebuilt if torn).
+
+    Both are made through one descriptor on the folder (with `roots`, opened within them:
+    store/beneath.py), so a folder swapped for a symlink meanwhile cannot send the file
+    elsewhere. The temp file is locked while it exists: one nobody holds was left by a
+    killed write, and `clean_temp_files` removes it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    if roots:
+        dfd = beneath.open_beneath(str(path.parent), roots, os.O_RDONLY | os.O_DIRECTORY)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        tmp, fd = _new_temp(dfd, path.name)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with os.fdopen(os.dup(fd), "wb") as f:
+                f.write(data)
+                if durable:
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+        finally:
+            os.close(fd)
+    finally:
+        os.close(dfd)
+
+
+def _new_temp(dfd: int, name: str) -> tuple[str, int]:
+    """A new `.{name}.XXXXXXXX` in the folder (the names tempfile gives: `TEMP_NAME`)."""
+    for _ in range(100):
+        tmp = f".{name}.{secrets.token_hex(4)}"
+        try:
+            return tmp, os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", name)
+
+
+TEMP_NAME = re.compile(r"\..+\.[a-z0-9_]{8}")
+FRESH_S = 10.0  # an empty temp file this young may be one whose writer has not locked it yet
+
+
+def clean_temp_files(folder: str | Path, name: re.Pattern[str] = TEMP_NAME) -> int:
+    """Remove the temp files killed writes left in `folder` (those no writer holds);
+    returns how many. Symlinks and anything but regular files are left alone."""
+    try:
+        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    removed = 0
+    try:
+        for entry in os.scandir(dfd):
+            if not name.fullmatch(entry.name) or not entry.is_file(follow_symlinks=False):
+                continue
+            try:
+                fd = os.open(entry.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                st = os.fstat(fd)
+                if stat.S_ISREG(st.st_mode) and (st.st_size or time.time() - st.st_mtime > FRESH_S):
+                    os.unlink(entry.name, dir_fd=dfd)
+                    removed += 1
+            except OSError:
+                pass  # held by a live writer, or already gone
+            finally:
+                os.close(fd)
+    finally:
+        os.close(dfd)
+    return removed
 
 
 def _read_json(path: Path, default: Any) -> Any:
