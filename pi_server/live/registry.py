@@ -349,6 +349,19 @@ class Registry:
         v = self._leaves.get(path)
         return v if isinstance(v, dict) and "leafId" in v else None
 
+    def clean_temp_files(self) -> int:
+        """Remove the temp files killed writes left (store/state.py) in the state dir and the
+        session folders (symlinked folders not followed); how many."""
+        from pi_server.store.state import SESSION_TEMP_NAME, clean_temp_files
+
+        n = sum(clean_temp_files(d) for d in (self.state.root, self.state.root / "pending", self.cache.dir))
+        for root in self.roots:
+            for folder, _dirs, _files in os.walk(root):
+                n += clean_temp_files(folder, SESSION_TEMP_NAME)
+        if n:
+            log.info("removed %d temporary files left by interrupted writes", n)
+        return n
+
     def all_files(self) -> list[str]:
         return list(iter_session_files(self.roots))
 
@@ -415,8 +428,9 @@ class Registry:
         if not self.state.pending(live.path) or (self.busy(live) and not force):
             return []
         from pi_server.live import queue
+        from pi_server.live.busy import pi_turn_running
 
-        return queue.flush(self.state, live)
+        return queue.flush(self.state, live, lambda: pi_turn_running(live, self.busy_timeout))
 
     def appender(self, live: LiveSession) -> SessionAppender:
         """Appends of the server's own turn: children of the leaf, written now."""
