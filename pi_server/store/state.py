@@ -71,14 +71,17 @@ def _new_temp(dfd: int, name: str) -> tuple[str, int]:
     for _ in range(100):
         tmp = f".{name}.{secrets.token_hex(4)}"
         try:
-            return tmp, os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+            return tmp, os.open(
+                tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd
+            )
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary name", name)
 
 
 TEMP_NAME = re.compile(r"\..+\.[a-z0-9_]{8}")
-FRESH_S = 10.0  # an empty temp file this young may be one whose writer has not locked it yet
+SESSION_TEMP_NAME = re.compile(r"\..+\.jsonl\.[a-z0-9_]{8}")  # in the session folders: only ours
+SECOND_LOOK_S = 0.1  # an empty temp file may be one whose writer is about to lock it: looked at again
 
 
 def clean_temp_files(folder: str | Path, name: re.Pattern[str] = TEMP_NAME) -> int:
@@ -88,28 +91,38 @@ def clean_temp_files(folder: str | Path, name: re.Pattern[str] = TEMP_NAME) -> i
         dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return 0
-    removed = 0
     try:
-        for entry in os.scandir(dfd):
-            if not name.fullmatch(entry.name) or not entry.is_file(follow_symlinks=False):
-                continue
-            try:
-                fd = os.open(entry.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
-            except OSError:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                st = os.fstat(fd)
-                if stat.S_ISREG(st.st_mode) and (st.st_size or time.time() - st.st_mtime > FRESH_S):
-                    os.unlink(entry.name, dir_fd=dfd)
-                    removed += 1
-            except OSError:
-                pass  # held by a live writer, or already gone
-            finally:
-                os.close(fd)
+        names = [e.name for e in os.scandir(dfd) if name.fullmatch(e.name) and e.is_file(follow_symlinks=False)]
+        done = {n: _remove_unheld(dfd, n, empty_too=False) for n in names}
+        empty = [n for n, removed in done.items() if removed is None]
+        if empty:
+            time.sleep(SECOND_LOOK_S)  # a live writer locks its file the moment it makes it
+            done |= {n: _remove_unheld(dfd, n, empty_too=True) for n in empty}
+        return sum(1 for removed in done.values() if removed)
     finally:
         os.close(dfd)
-    return removed
+
+
+def _remove_unheld(dfd: int, name: str, *, empty_too: bool) -> bool | None:
+    """Remove a temp file no writer holds: True when removed, False when held or gone,
+    None when it is empty and `empty_too` is off (to be looked at again)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        if st.st_size == 0 and not empty_too:
+            return None
+        os.unlink(name, dir_fd=dfd)
+        return True
+    except OSError:
+        return False  # held by a live writer, or already gone
+    finally:
+        os.close(fd)
 
 
 def _read_json(path: Path, default: Any) -> Any:
