@@ -197,7 +197,9 @@ async def tool_grep(args: dict[str, Any], cwd: str, timeout: float) -> dict[str,
         where.close()
 
 
-async def _grep(args: dict[str, Any], pattern: str, root: str, where: Opened, cwd: str, timeout: float) -> dict[str, Any]:
+async def _grep(
+    args: dict[str, Any], pattern: str, root: str, where: Opened, cwd: str, timeout: float
+) -> dict[str, Any]:
     is_dir = where.is_dir
     if not is_dir and not where.is_file:
         raise ToolError(f"Not a regular file: {root}")

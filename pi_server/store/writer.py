@@ -113,6 +113,8 @@ def _blank_tail(fd: int, size: int) -> bool:
             return True
         pos = start
     return True
+
+
 ONE_WRITE = 512  # bytes: a line this short goes out in one write (it spans at most two pages)
 
 
