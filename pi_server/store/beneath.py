@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from collections.abc import Iterable
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -37,23 +38,45 @@ def _under(path: str, root: str) -> str | None:
     return path[len(base) :] if path.startswith(base) else None
 
 
+_ROOT_FDS: dict[str, int] = {}  # a descriptor per root, kept: most opens then cost two calls, not three
+_ROOT_LOCK = threading.Lock()
+
+
+def _root_fd(root: str, fresh: bool = False) -> int:
+    """The kept descriptor of a root folder (never closed: another thread may be using it)."""
+    fd = None if fresh else _ROOT_FDS.get(root)
+    if fd is None:
+        fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+        with _ROOT_LOCK:
+            _ROOT_FDS[root] = fd  # one replaced (a root made anew) is left open, not closed under a reader
+    return fd
+
+
 def _walk(root: str, rel: str, flags: int, mode: int) -> int:
     """Open `rel` below `root`, component by component, never following a symlink."""
-    dfd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     parts = [p for p in rel.split(os.sep) if p and p != "."]
     if ".." in parts:
-        os.close(dfd)
         raise Escapes(rel, root)
-    if not parts:
-        return dfd  # the root itself (read-only: callers check what they got with fstat)
+    try:
+        return _walk_from(_root_fd(root), parts, flags, mode)
+    except FileNotFoundError:
+        return _walk_from(_root_fd(root, fresh=True), parts, flags, mode)  # the root was made anew
+
+
+def _walk_from(root_fd: int, parts: list[str], flags: int, mode: int) -> int:
+    if not parts:  # the root itself (read-only: callers check what they got with fstat)
+        return os.open(".", os.O_RDONLY | _DIRECTORY | _CLOEXEC, dir_fd=root_fd)
+    dfd = root_fd
     try:
         for part in parts[:-1]:
             nxt = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
-            os.close(dfd)
+            if dfd != root_fd:
+                os.close(dfd)
             dfd = nxt
         return os.open(parts[-1], flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dfd)
     finally:
-        os.close(dfd)
+        if dfd != root_fd:
+            os.close(dfd)
 
 
 def open_beneath(path: str, roots: Iterable[str], flags: int, mode: int = 0o666) -> int:
