@@ -7,6 +7,7 @@ import stat
 from typing import Any
 
 from pi_server.agent.truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
+from pi_server.store import beneath
 
 
 class ToolError(Exception):
@@ -40,10 +41,24 @@ def kind(path: str) -> str:
     return "file" if stat.S_ISREG(mode) else "special"
 
 
-def read_regular(path: str, max_bytes: int | None = None) -> bytes:
+def open_in_cwd(path: str, cwd: str, flags: int = os.O_RDONLY) -> int:
+    """A descriptor on `path` (as `resolve_in_cwd` gave it) that cannot be anything outside the
+    cwd, whatever is swapped for a symlink after the check (store/beneath.py). Opened
+    non-blocking: a FIFO swapped in cannot hang the caller."""
+    try:
+        return beneath.open_beneath(path, [cwd], flags | os.O_NONBLOCK | os.O_NOCTTY)
+    except beneath.Escapes:
+        raise ToolError(f"Path is outside the session's working directory ({cwd}): {path}") from None
+
+
+def read_regular(path: str, max_bytes: int | None = None, cwd: str | None = None) -> bytes:
     """A regular file's bytes. Opened non-blocking and checked after opening, so a FIFO
-    swapped in after the check cannot hang the reader."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    swapped in after the check cannot hang the reader; with `cwd`, opened within it
+    (`open_in_cwd`)."""
+    if cwd is None:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    else:
+        fd = open_in_cwd(path, cwd)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ToolError(f"Not a regular file: {path}")

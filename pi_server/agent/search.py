@@ -15,13 +15,14 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
 from collections.abc import Callable
 from typing import Any
 
-from pi_server.agent.confine import ToolError, kind, read_regular, resolve_in_cwd, with_notices
+from pi_server.agent.confine import ToolError, open_in_cwd, read_regular, resolve_in_cwd, with_notices
 from pi_server.agent.truncate import GREP_MAX_LINE_LENGTH, truncate_line
 
 MAX_OUTPUT_LINE = 8 << 20  # a longer line of rg output is skipped, not buffered
@@ -67,16 +68,26 @@ async def _drain(stream: asyncio.StreamReader) -> bytes:
     return kept
 
 
-async def run_rg(args: list[str], on_line: Callable[[bytes], bool], timeout: float) -> tuple[int, bool, str]:
-    """(exit code, stopped early, stderr) of one rg run; killed on cancel, stop or timeout."""
+async def run_rg(
+    args: list[str], on_line: Callable[[bytes], bool], timeout: float, where: Opened | None = None
+) -> tuple[int, bool, str]:
+    """(exit code, stopped early, stderr) of one rg run; killed on cancel, stop or timeout.
+    `where`: the search root as opened within the cwd (rg searches it, not a name)."""
     env = {k: v for k, v in os.environ.items() if k != "RIPGREP_CONFIG_PATH"}  # no flags from elsewhere
+    stdin: int = subprocess.DEVNULL
+    cwd = None
+    if where is not None and where.is_dir:
+        cwd = where.dir_path()
+    elif where is not None:
+        stdin = where.fd
     proc = await asyncio.create_subprocess_exec(
         rg_path(),
         *args,
-        stdin=subprocess.DEVNULL,
+        stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
+        cwd=cwd,
     )
     assert proc.stdout is not None and proc.stderr is not None
     err = asyncio.ensure_future(_drain(proc.stderr))
@@ -98,15 +109,37 @@ async def run_rg(args: list[str], on_line: Callable[[bytes], bool], timeout: flo
         err.cancel()
 
 
+class Opened:
+    """A search root opened within the cwd: rg is pointed at this descriptor, never at the
+    name, so a folder or file swapped for a symlink after the check is not what it reads."""
+
+    def __init__(self, root: str, cwd: str) -> None:
+        self.root = root
+        try:
+            self.fd = open_in_cwd(root, cwd)
+        except FileNotFoundError:
+            raise ToolError(f"Path not found: {root}") from None
+        mode = os.fstat(self.fd).st_mode
+        self.is_dir, self.is_file = stat.S_ISDIR(mode), stat.S_ISREG(mode)
+        if self.is_file:
+            os.set_blocking(self.fd, True)
+
+    def dir_path(self) -> str:
+        """A name for the opened folder that cannot be redirected: the descriptor's own, where
+        the system has one; the checked path elsewhere."""
+        own = f"/proc/self/fd/{self.fd}"  # resolved in the child too, which inherits the descriptor until exec
+        return own if os.path.isdir(own) else self.root
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
 def search_args(args: dict[str, Any], cwd: str) -> tuple[str, str]:
-    """The pattern and the existing search root (inside the cwd) that find and grep both take."""
+    """The pattern and the search root (inside the cwd) that find and grep both take."""
     pattern = args.get("pattern")
     if not isinstance(pattern, str):
         raise ToolError("pattern must be a string")
-    root = resolve_in_cwd(args.get("path") or ".", cwd)
-    if kind(root) == "missing":
-        raise ToolError(f"Path not found: {root}")
-    return pattern, root
+    return pattern, resolve_in_cwd(args.get("path") or ".", cwd)
 
 
 def _int(args: dict[str, Any], key: str, default: int) -> int:
@@ -114,31 +147,35 @@ def _int(args: dict[str, Any], key: str, default: int) -> int:
     return default if v is None else int(v)
 
 
-def _lines_of(path: str, cache: dict[str, list[str]]) -> list[str]:
+def _lines_of(path: str, cache: dict[str, list[str]], cwd: str) -> list[str]:
     if path not in cache:
         try:
-            text = read_regular(path).decode("utf-8", "replace")
+            text = read_regular(path, cwd=cwd).decode("utf-8", "replace")
             cache[path] = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         except (OSError, ToolError):
             cache[path] = []
     return cache[path]
 
 
-def _grep_lines(matches: list[tuple[str, int, str | None]], root: str, is_dir: bool, ctx: int) -> tuple[list[str], bool]:
-    """pi's formatting of rg's matches: `path:line: text`, context lines as `path-line- text`."""
+def _grep_lines(
+    matches: list[tuple[str, int, str | None]], root: str, is_dir: bool, ctx: int, cwd: str
+) -> tuple[list[str], bool]:
+    """pi's formatting of rg's matches: `path:line: text`, context lines as `path-line- text`.
+    rg searched the opened root: its paths are relative to it (`.`), or stdin for a file."""
     out: list[str] = []
     cut = False
     cache: dict[str, list[str]] = {}
-    for path, n, text in matches:
-        rel = os.path.relpath(path, root).replace(os.sep, "/") if is_dir else ""
-        if not rel or rel.startswith(".."):
-            rel = os.path.basename(path)
+    for found, n, text in matches:
+        rel = os.path.normpath(found).replace(os.sep, "/") if is_dir else ""
+        if not rel or rel.startswith("..") or os.path.isabs(rel):
+            rel = os.path.basename(root if not is_dir else found)
+        path = os.path.join(root, rel) if is_dir else root
         if ctx == 0 and text is not None:
             line, was = truncate_line(text.replace("\r\n", "\n").replace("\r", "").removesuffix("\n"))
             cut = cut or was
             out.append(f"{rel}:{n}: {line}")
             continue
-        lines = _lines_of(path, cache)
+        lines = _lines_of(path, cache, cwd)
         if not lines:
             out.append(f"{rel}:{n}: (unable to read file)")
             continue
@@ -153,8 +190,18 @@ def _grep_lines(matches: list[tuple[str, int, str | None]], root: str, is_dir: b
 
 async def tool_grep(args: dict[str, Any], cwd: str, timeout: float) -> dict[str, Any]:
     pattern, root = search_args(args, cwd)
-    is_dir = kind(root) == "dir"
-    if not is_dir and kind(root) != "file":
+    where = Opened(root, cwd)
+    try:
+        return await _grep(args, pattern, root, where, cwd, timeout)
+    finally:
+        where.close()
+
+
+async def _grep(
+    args: dict[str, Any], pattern: str, root: str, where: Opened, cwd: str, timeout: float
+) -> dict[str, Any]:
+    is_dir = where.is_dir
+    if not is_dir and not where.is_file:
         raise ToolError(f"Not a regular file: {root}")
     ctx = max(0, _int(args, "context", 0))
     limit = max(1, _int(args, "limit", 100))
@@ -165,7 +212,7 @@ async def tool_grep(args: dict[str, Any], cwd: str, timeout: float) -> dict[str,
         rg.append("--fixed-strings")
     if isinstance(args.get("glob"), str) and args["glob"]:
         rg += ["--glob", args["glob"]]
-    rg += ["--", pattern, root]
+    rg += ["--", pattern, "." if is_dir else "-"]
     matches: list[tuple[str, int, str | None]] = []
 
     def on_line(raw: bytes) -> bool:
@@ -181,12 +228,12 @@ async def tool_grep(args: dict[str, Any], cwd: str, timeout: float) -> dict[str,
             matches.append((path, n, (data.get("lines") or {}).get("text")))
         return len(matches) < limit
 
-    code, stopped, err = await run_rg(rg, on_line, timeout)
+    code, stopped, err = await run_rg(rg, on_line, timeout, where)
     if not stopped and code not in (0, 1):
         raise ToolError(err.strip() or f"ripgrep exited with code {code}")
     if not matches:
         return {"content": [{"type": "text", "text": "No matches found"}]}
-    out, cut = await asyncio.to_thread(_grep_lines, matches, root, is_dir, ctx)
+    out, cut = await asyncio.to_thread(_grep_lines, matches, root, is_dir, ctx, cwd)
     notices: list[str] = []
     details: dict[str, Any] = {}
     if len(matches) >= limit:
@@ -201,8 +248,17 @@ async def tool_grep(args: dict[str, Any], cwd: str, timeout: float) -> dict[str,
 
 async def tool_find(args: dict[str, Any], cwd: str, timeout: float) -> dict[str, Any]:
     pattern, root = search_args(args, cwd)
-    if kind(root) != "dir":
-        raise ToolError(f"Not a directory: {root}")
+    where = Opened(root, cwd)
+    try:
+        if not where.is_dir:
+            raise ToolError(f"Not a directory: {root}")
+        return await _find(args, pattern, where, timeout)
+    finally:
+        where.close()
+
+
+async def _find(args: dict[str, Any], pattern: str, where: Opened, timeout: float) -> dict[str, Any]:
+    root = "."
     limit = max(1, _int(args, "limit", 1000))
     # as pi gives fd a path pattern: matched anywhere below the root
     if "/" in pattern and not pattern.startswith(("/", "**/")) and pattern != "**":
@@ -218,7 +274,7 @@ async def tool_find(args: dict[str, Any], cwd: str, timeout: float) -> dict[str,
             found.append(rel.replace(os.sep, "/"))
         return len(found) < limit
 
-    code, stopped, err = await run_rg(rg, on_line, timeout)
+    code, stopped, err = await run_rg(rg, on_line, timeout, where)
     if not found:
         if not stopped and code not in (0, 1):
             raise ToolError(err.strip() or f"ripgrep exited with code {code}")

@@ -49,7 +49,7 @@ def tool_read(args: dict[str, Any], cwd: str) -> dict[str, Any]:
         raise ToolError("EISDIR: illegal operation on a directory, read")
     if what == "special":
         raise ToolError(f"Not a regular file: {full}")
-    data = read_regular(full)
+    data = read_regular(full, cwd=cwd)
     mime = _image_mime(data[:16])
     if mime:
         text = f"Read image file [{mime}]"

@@ -129,7 +129,7 @@ class SessionAppender:
             entry["firstKeptEntryId"] = entry["id"]  # pi 1.6.0: retain none, keep from the compaction itself
         if idx.version < 3 and migrate_in_place(idx):
             idx.refresh()  # ids are kept; the header changed
-        append_lines(idx.path, [entry])
+        append_lines(idx.path, [entry], idx.roots)
         # the entry landed: nothing after this may report the write as failed
         try:
             self.appended += idx.refresh()[0]
@@ -140,13 +140,14 @@ class SessionAppender:
         self.state.forget_leaf(idx.path)
         return entry["id"]
 
-    def catch_up(self) -> None:
+    def catch_up(self) -> bool:
         """Read what others appended (pi, another server) before writing under the leaf,
-        as pi's reload would: appended entries move the leaf."""
+        as pi's reload would: appended entries move the leaf. True when the file changed."""
         appended, reset = self.live.index.refresh()
         if appended or reset:
             self.appended += appended
             self.live.leaf_id, self.live.explicit = self.live.index.last_id, False
+        return bool(appended or reset)
 
 
 def first_entries(provider: str, model_id: str, level: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -136,4 +136,4 @@ def fork(live: LiveSession, leaf_id: str) -> str:
             parent = lid
     cwd = idx.header.cwd if idx.header else ""
     header = {"cwd": os.path.abspath(cwd) if cwd else cwd, "parentSession": os.path.abspath(idx.path)}
-    return new_session_file(os.path.dirname(idx.path), header, path + labels)
+    return new_session_file(os.path.dirname(idx.path), header, path + labels, idx.roots)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pi_server.live import ops as oplib
@@ -34,13 +35,15 @@ def write(state: StateDir, live: LiveSession, ops: list[oplib.Op], busy: bool) -
     return Written(ids=ids, appended=appender.appended)
 
 
-def flush(state: StateDir, live: LiveSession) -> list[str]:
+def flush(state: StateDir, live: LiveSession, pi_busy: Callable[[], bool] = lambda: False) -> list[str]:
     """Apply the queued writes in order, each removed from the queue as it lands.
 
     Several servers may share the state dir: only one flushes a session at a
     time, each write is taken from the queue on disk under its lock (so a write
     queued meanwhile by another server is kept), and the file is re-read first
-    (so a write lands under what the other server or pi appended).
+    (so a write lands under what the other server or pi appended). When that
+    re-read finds that pi started a turn (`pi_busy`), the rest waits for it to end,
+    whichever server flushes: the caller's view of the file may be older than pi's turn.
     """
     appender = SessionAppender(live, state)
     with state.flusher_lock(live.path) as mine:
@@ -51,7 +54,8 @@ def flush(state: StateDir, live: LiveSession) -> list[str]:
                 raw = state.pending(live.path)
                 if not raw:
                     break
-                appender.catch_up()
+                if appender.catch_up() and pi_busy():
+                    break
                 k = _head(raw)
                 for op in oplib.decode(raw[:k]):
                     try:

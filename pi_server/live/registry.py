@@ -82,11 +82,11 @@ class Registry:
         idx = self.building.pop(path, None)  # half indexed in the background: finish it now
         from_cache = False
         if idx is None:
-            idx = self.cache.load(path)
+            idx = self.cache.load(path, tuple(self.roots))
             from_cache = idx is not None
         try:
             if idx is None:
-                idx = SessionIndex.open(path)
+                idx = SessionIndex.open(path, tuple(self.roots))
             elif not from_cache:
                 idx.refresh()
                 if idx.header is None:
@@ -109,13 +109,13 @@ class Registry:
         from pi_server.store.records import NotASession
         idx = self.building.get(path)
         if idx is None:
-            cached = self.cache.load(path)
+            cached = self.cache.load(path, tuple(self.roots))
             if cached is not None:
                 self._adopt(path, cached, True)
                 return True
             from pi_server.store.index import SessionIndex
 
-            idx = self.building[path] = SessionIndex(path)
+            idx = self.building[path] = SessionIndex(path, roots=tuple(self.roots))
         try:
             idx.refresh(max_bytes=budget)
         except (NotASession, OSError):
@@ -343,6 +343,19 @@ class Registry:
         v = self._leaves.get(path)
         return v if isinstance(v, dict) and "leafId" in v else None
 
+    def clean_temp_files(self) -> int:
+        """Remove the temp files killed writes left (store/state.py) in the state dir and the
+        session folders (symlinked folders not followed); how many."""
+        from pi_server.store.state import SESSION_TEMP_NAME, clean_temp_files
+
+        n = sum(clean_temp_files(d) for d in (self.state.root, self.state.root / "pending", self.cache.dir))
+        for root in self.roots:
+            for folder, _dirs, _files in os.walk(root):
+                n += clean_temp_files(folder, SESSION_TEMP_NAME)
+        if n:
+            log.info("removed %d temporary files left by interrupted writes", n)
+        return n
+
     def all_files(self) -> list[str]:
         return list(iter_session_files(self.roots))
 
@@ -409,8 +422,9 @@ class Registry:
         if not self.state.pending(live.path) or (self.busy(live) and not force):
             return []
         from pi_server.live import queue
+        from pi_server.live.busy import pi_turn_running
 
-        return queue.flush(self.state, live)
+        return queue.flush(self.state, live, lambda: pi_turn_running(live, self.busy_timeout))
 
     def appender(self, live: LiveSession) -> SessionAppender:
         """Appends of the server's own turn: children of the leaf, written now."""
@@ -449,4 +463,4 @@ class Registry:
         directory = os.path.join(self.roots[0], safe)
         refuse_samples(directory)
         os.makedirs(directory, exist_ok=True)
-        return new_session_file(directory, {"cwd": cwd}, entries or [])
+        return new_session_file(directory, {"cwd": cwd}, entries or [], tuple(self.roots))

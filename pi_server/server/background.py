@@ -97,6 +97,7 @@ async def initial_index(ls: PiServer) -> None:
     """Index every session under the roots, reporting LSP progress; requests go on meanwhile."""
     reg = ls.registry
     assert reg is not None
+    await ls.core(reg.clean_temp_files)
     files = await ls.core(reg.all_files)
     token = await ls.begin_progress("Indexing pi sessions", percentage=0)
     start = time.monotonic()

@@ -103,7 +103,7 @@ async def index_files(
     their listing facts."""
     reg = ls.registry
     priority = REQUEST if urgent else BACKGROUND
-    req = {"op": "index", "state": str(reg.state.root)}
+    req = {"op": "index", "state": str(reg.state.root), "roots": reg.roots}
     batch: list[tuple[str, Any]] = []
     left, done = len(todo), 0
     async for path, facts in bulk.map(req, todo, INDEX_CHUNK, urgent=urgent):

@@ -41,11 +41,12 @@ class Worker:
             cache = self.caches[state_root] = IndexCache(state_root)
         return cache
 
-    def load(self, path: str, cache: IndexCache) -> SessionIndex:
-        """The file's index: from the cache when it holds, else built and saved there."""
-        idx = cache.load(path)
+    def load(self, path: str, cache: IndexCache, roots: tuple[str, ...] = ()) -> SessionIndex:
+        """The file's index: from the cache when it holds, else built and saved there (read
+        within `roots`: store/beneath.py)."""
+        idx = cache.load(path, roots)
         if idx is None:
-            idx = SessionIndex.open(path)
+            idx = SessionIndex.open(path, roots)
             cache.save(idx)
         elif idx.generation > 1:  # grown since it was cached
             cache.save(idx)
@@ -65,7 +66,7 @@ class Worker:
         known = self.texts.get(path)
         if known is not None and known[0] == key:
             return text_matches(known[1], tokens)
-        text = search_text(self.load(path, self.cache(state_root)))
+        text = search_text(self.load(path, self.cache(state_root), tuple(roots)))
         if known is not None:
             self.text_bytes -= sys.getsizeof(known[1])
             del self.texts[path]
@@ -75,9 +76,9 @@ class Worker:
             self.text_bytes += size
         return text_matches(text, tokens)
 
-    def index(self, path: str, state_root: str) -> dict[str, Any] | None:
+    def index(self, path: str, state_root: str, roots: tuple[str, ...] = ()) -> dict[str, Any] | None:
         """Index the file into the cache; its SessionInfo and entry count for the server's listing."""
-        idx = self.load(path, self.cache(state_root))
+        idx = self.load(path, self.cache(state_root), roots)
         fp = fingerprint(path)
         if fp is None:
             return None
@@ -87,7 +88,7 @@ class Worker:
         try:
             if req["op"] == "search":
                 return self.search(item, req["tokens"], req["state"], req["roots"])
-            return self.index(item, req["state"])
+            return self.index(item, req["state"], tuple(req.get("roots") or ()))
         except (NotASession, OSError, ValueError, RecursionError, MemoryError):
             return None  # skipped, as the server's own listing skips it
         except Exception as e:

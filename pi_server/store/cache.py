@@ -93,15 +93,16 @@ class IndexCache:
         except (OSError, TypeError, msgspec.EncodeError):
             pass  # a cache is an optimisation: never fail a request over it
 
-    def load(self, path: str) -> SessionIndex | None:
-        """The cached index, brought up to date, or None when it cannot be trusted."""
+    def load(self, path: str, roots: tuple[str, ...] = ()) -> SessionIndex | None:
+        """The cached index, brought up to date, or None when it cannot be trusted. `roots`:
+        the folders the file must be read within (store/beneath.py)."""
         try:
             rec = msgspec.msgpack.decode(self._file(path).read_bytes())
-            return self._restore(path, rec)
+            return self._restore(path, rec, roots)
         except Exception:  # missing, corrupt, foreign: rebuild
             return None
 
-    def _restore(self, path: str, rec: dict[str, Any]) -> SessionIndex | None:
+    def _restore(self, path: str, rec: dict[str, Any], roots: tuple[str, ...] = ()) -> SessionIndex | None:
         if rec.get("format") != FORMAT or rec.get("path") != path:
             return None
         fp, old = fingerprint(path), rec["fingerprint"]
@@ -113,7 +114,7 @@ class IndexCache:
         from pi_server.store.records import Diagnostic, Header
         from pi_server.store.scan import open_regular
 
-        fd = open_regular(path)
+        fd = open_regular(path, roots)
         try:
             if os.pread(fd, len(rec["header_bytes"]), 0) != rec["header_bytes"]:
                 return None
@@ -122,7 +123,7 @@ class IndexCache:
                 return None
         finally:
             os.close(fd)
-        idx = SessionIndex(path)
+        idx = SessionIndex(path, roots=roots)
         for name in _PLAIN + _PRIVATE:
             setattr(idx, name, rec[name])
         for name in _ARRAYS:

@@ -93,14 +93,15 @@ class SessionIndex(EntryReader, BatchIndexer):
     _ordinal: int = 0  # parsed lines so far, header = 0 (v1 ids and indexes)
     _header_bytes: bytes = b""
     _pending: bool = False
+    roots: tuple[str, ...] = ()  # the folders the file must be read within (empty: read by name)
     _skipping: bool = False  # inside a line longer than scan.MAX_LINE
     _tail_hash: bytes = b""  # fingerprint of the indexed prefix's last bytes
     _v1_by_ordinal: dict[int, int] = field(default_factory=dict)
     _dup_seen: bool = False  # store/batch.py: check ids before adding them
 
     @classmethod
-    def open(cls, path: str) -> SessionIndex:
-        idx = cls(os.path.abspath(path))
+    def open(cls, path: str, roots: tuple[str, ...] = ()) -> SessionIndex:
+        idx = cls(os.path.abspath(path), roots=roots)
         idx.refresh()
         if idx.header is None:
             raise NotASession(f"{idx.path}: no session header (empty file)")
@@ -123,7 +124,7 @@ class SessionIndex(EntryReader, BatchIndexer):
         """Read what changed on disk (regular files only, in bounded chunks: store/scan.py).
         Returns (appended ids, reset). With `max_bytes`, reads about that much (whole
         lines) and stops; `done` tells whether the end of the file was reached."""
-        fd = scan.open_regular(self.path)
+        fd = scan.open_regular(self.path, self.roots)
         try:
             end = os.fstat(fd).st_size
             reset = False
@@ -181,7 +182,7 @@ class SessionIndex(EntryReader, BatchIndexer):
         return True
 
     def _clear(self) -> None:
-        fresh, gen = SessionIndex(self.path), self.generation
+        fresh, gen = SessionIndex(self.path, roots=self.roots), self.generation
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(fresh, name))
         self.generation = gen + 1

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from pi_server.store import scan
 from pi_server.store.decode import (
     ABSENT,
     DECODE_ERRORS,
@@ -52,6 +53,7 @@ class EntryReader:
     """Entry reading for SessionIndex: byte ranges in, entry dicts out (v1/v2 migrated in memory)."""
 
     path: str
+    roots: tuple[str, ...]
     offsets: Any
     lengths: Any
     lines: Any
@@ -88,8 +90,8 @@ class EntryReader:
         at = [positions[k] for k in order]  # positions in file order
         out: list[Any] = [None] * len(positions)
         n = len(at)
-        with open(self.path, "rb") as f, no_gc():
-            fd = f.fileno()
+        fd = scan.open_regular(self.path, self.roots)
+        with os.fdopen(fd, "rb"), no_gc():
             i = 0
             while i < n:
                 start = offsets[at[i]]
@@ -185,8 +187,11 @@ class EntryReader:
 
     def read_raw(self, pos: int) -> bytes:
         """The entry's line as it is in the file (no newline)."""
-        with open(self.path, "rb") as f:
-            return os.pread(f.fileno(), self.lengths[pos], self.offsets[pos])
+        fd = scan.open_regular(self.path, self.roots)
+        try:
+            return os.pread(fd, self.lengths[pos], self.offsets[pos])
+        finally:
+            os.close(fd)
 
     def line_of(self, pos: int) -> int:
         """Physical 0-based line number of an entry."""

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from pi_server.store import beneath
 from pi_server.store.records import NotASession
 
 MAX_LINE = 64 << 20  # longest line indexed; longer ones are skipped with a diagnostic
@@ -28,15 +29,14 @@ MAX_DIAGNOSTICS = 1000  # per file; the lines past it are skipped all the same
 NEWLINES = re.compile(b"\n+")
 
 
-def open_regular(path: str) -> int:
-    """A read-only descriptor on a regular file; anything else is not a session."""
+def open_regular(path: str, roots: tuple[str, ...] = ()) -> int:
+    """A read-only descriptor on a regular file; anything else is not a session. With
+    `roots`, the file opened is within them whatever is swapped meanwhile (store/beneath.py)."""
     if "\x00" in path:
         raise NotASession(f"{path!r}: not a valid path")
-    st = os.stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        raise NotASession(f"{path}: not a regular file")
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between the two calls
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    fd = beneath.open_beneath(path, roots, flags) if roots else os.open(path, flags)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # checked on what was opened, not on the name
         os.close(fd)
         raise NotASession(f"{path}: not a regular file")
     return fd

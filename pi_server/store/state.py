@@ -7,16 +7,23 @@ several servers (two editor windows) can share one state dir.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import hashlib
 import json
 import logging
 import os
-import tempfile
+import re
+import secrets
+import stat
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
+
+from pi_server.store import beneath
 
 log = logging.getLogger("pi_server")
 
@@ -26,22 +33,96 @@ def default_state_dir() -> str:
     return os.path.join(base, "pi-server")
 
 
-def atomic_write(path: str | Path, data: bytes, *, durable: bool = True) -> None:
-    """Temp file + rename. `durable` also fsyncs (not needed for caches, which are rebuilt if torn)."""
+def atomic_write(path: str | Path, data: bytes, *, durable: bool = True, roots: tuple[str, ...] = ()) -> None:
+    """Temp file + rename. `durable` also fsyncs (not needed for caches, which are rebuilt if torn).
+
+    Both are made through one descriptor on the folder (with `roots`, opened within them:
+    store/beneath.py), so a folder swapped for a symlink meanwhile cannot send the file
+    elsewhere. The temp file is locked while it exists: one nobody holds was left by a
+    killed write, and `clean_temp_files` removes it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    if roots:
+        dfd = beneath.open_beneath(str(path.parent), roots, os.O_RDONLY | os.O_DIRECTORY)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        tmp, fd = _new_temp(dfd, path.name)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with os.fdopen(os.dup(fd), "wb") as f:
+                f.write(data)
+                if durable:
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+        finally:
+            os.close(fd)
+    finally:
+        os.close(dfd)
+
+
+def _new_temp(dfd: int, name: str) -> tuple[str, int]:
+    """A new `.{name}.XXXXXXXX` in the folder (the names tempfile gives: `TEMP_NAME`)."""
+    for _ in range(100):
+        tmp = f".{name}.{secrets.token_hex(4)}"
+        try:
+            return tmp, os.open(
+                tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd
+            )
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", name)
+
+
+TEMP_NAME = re.compile(r"\..+\.[a-z0-9_]{8}")
+SESSION_TEMP_NAME = re.compile(r"\..+\.jsonl\.[a-z0-9_]{8}")  # in the session folders: only ours
+SECOND_LOOK_S = 0.1  # an empty temp file may be one whose writer is about to lock it: looked at again
+
+
+def clean_temp_files(folder: str | Path, name: re.Pattern[str] = TEMP_NAME) -> int:
+    """Remove the temp files killed writes left in `folder` (those no writer holds);
+    returns how many. Symlinks and anything but regular files are left alone."""
+    try:
+        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        names = [e.name for e in os.scandir(dfd) if name.fullmatch(e.name) and e.is_file(follow_symlinks=False)]
+        done = {n: _remove_unheld(dfd, n, empty_too=False) for n in names}
+        empty = [n for n, removed in done.items() if removed is None]
+        if empty:
+            time.sleep(SECOND_LOOK_S)  # a live writer locks its file the moment it makes it
+            done |= {n: _remove_unheld(dfd, n, empty_too=True) for n in empty}
+        return sum(1 for removed in done.values() if removed)
+    finally:
+        os.close(dfd)
+
+
+def _remove_unheld(dfd: int, name: str, *, empty_too: bool) -> bool | None:
+    """Remove a temp file no writer holds: True when removed, False when held or gone,
+    None when it is empty and `empty_too` is off (to be looked at again)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        if st.st_size == 0 and not empty_too:
+            return None
+        os.unlink(name, dir_fd=dfd)
+        return True
+    except OSError:
+        return False  # held by a live writer, or already gone
+    finally:
+        os.close(fd)
 
 
 def _read_json(path: Path, default: Any) -> Any:

@@ -7,6 +7,9 @@ first append to an old file, pi's migration done atomically.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import os
 import re
@@ -16,6 +19,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from pi_server.store import beneath
 from pi_server.store.index import SessionIndex
 from pi_server.store.records import CURRENT_VERSION
 from pi_server.store.state import atomic_write
@@ -66,28 +70,84 @@ def dumps(entry: dict[str, Any]) -> bytes:
         return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
 
 
-def append_lines(path: str, entries: list[dict[str, Any]]) -> None:
-    """Append whole lines; each line is one write(2) on an O_APPEND descriptor.
+def append_lines(path: str, entries: list[dict[str, Any]], roots: tuple[str, ...] = ()) -> None:
+    """Append whole lines, each so that no moment leaves a partial line (`_append_line`).
 
-    A write that fails part way (disk full, a file size limit) is taken back:
-    the file is truncated to its size before it, so no partial line is left
-    for pi's next append to be glued onto.
+    `roots`: the file is opened within them (store/beneath.py), never through a symlink
+    swapped in after the caller checked the path. A write that fails part way (disk
+    full, a file size limit) is taken back, so no partial line is left for pi's next
+    append to be glued onto.
     """
     refuse_samples(path)
+    flags = os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = beneath.open_beneath(path, roots, flags) if roots else os.open(path, flags)
     except OSError as e:
         raise WriteFailed(f"cannot open {path} for appending: {e.strerror}") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise WriteFailed(f"{path} is not a regular file")
         size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            _write_whole(fd, b"\n", path)  # a line cut short: never glue ours onto it
+        if size and os.pread(fd, 1, size - 1) != b"\n" and not _blank_tail(fd, size):
+            _write_whole(fd, b"\n", path)  # a line cut short: end it so it is skipped, as pi 1.6 does on open
         for e in entries:
-            _write_whole(fd, dumps(e) + b"\n", path)
+            _append_line(fd, dumps(e) + b"\n", path)
     finally:
         os.close(fd)
+
+
+TAIL_PEEK = 1 << 16
+
+
+def _blank_tail(fd: int, size: int) -> bool:
+    """The unfinished last line is spaces only: a room (`_append_line`) cut short, which
+    a line may simply follow (JSON allows leading blanks)."""
+    pos = size
+    while pos > 0:
+        start = max(0, pos - TAIL_PEEK)
+        chunk = os.pread(fd, pos - start, start)
+        nl = chunk.rfind(b"\n")
+        if chunk[nl + 1 :].strip(b" "):
+            return False
+        if nl >= 0:
+            return True
+        pos = start
+    return True
+
+
+ONE_WRITE = 512  # bytes: a line this short goes out in one write (it spans at most two pages)
+
+
+def _append_line(fd: int, line: bytes, path: str) -> None:
+    """Append one line so that a kill at any moment leaves no partial last line.
+
+    One write of a long line can be cut short (a fatal signal stops it between pages).
+    So the line's room is taken first, in one append: spaces ending in its newline.
+    Cut short, that leaves spaces only, which pi's next line follows harmlessly (JSON
+    allows leading blanks); whole, the file ends with a newline, and the line is then
+    written into its room, where nothing else can write. Cut short there, it is a
+    malformed line that pi and pi-server skip, and the file still ends with a newline.
+    """
+    if len(line) <= ONE_WRITE:
+        _write_whole(fd, line, path)
+        return
+    _write_whole(fd, b" " * (len(line) - 1) + b"\n", path)
+    end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND left the offset just past our room
+    mode = fcntl.fcntl(fd, fcntl.F_GETFL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, mode & ~os.O_APPEND)  # (Linux's pwrite ignores offsets on O_APPEND)
+    try:
+        body, at, done = line[:-1], end - len(line), 0
+        while done < len(body):
+            n = os.pwrite(fd, body[done:], at + done)
+            if n <= 0:
+                raise OSError(errno.EIO, "short write")
+            done += n
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.pwrite(fd, b" " * done, at)  # blank the room again: an empty line, skipped
+        raise WriteFailed(f"cannot append to {path}: {e.strerror or e}") from None
+    finally:
+        fcntl.fcntl(fd, fcntl.F_SETFL, mode)
 
 
 def _write_whole(fd: int, data: bytes, path: str) -> None:
@@ -120,18 +180,21 @@ def migrate_in_place(idx: SessionIndex) -> bool:
     lines = [dumps(header)]
     for e in idx.read_entries(list(range(len(idx)))):
         lines.append(dumps(e))
-    atomic_write(idx.path, b"\n".join(lines) + b"\n")
+    atomic_write(idx.path, b"\n".join(lines) + b"\n", roots=idx.roots)
     return True
 
 
-def new_session_file(directory: str, header_extra: dict[str, Any], entries: list[dict[str, Any]]) -> str:
-    """A new session file named as pi names them; written atomically."""
+def new_session_file(
+    directory: str, header_extra: dict[str, Any], entries: list[dict[str, Any]], roots: tuple[str, ...] = ()
+) -> str:
+    """A new session file named as pi names them; written atomically (with `roots`, into the
+    folder opened within them: a folder swapped for a symlink cannot send it elsewhere)."""
     refuse_samples(directory)
     ts = now_iso()
     sid = _uuid7()
     header = {"type": "session", "version": CURRENT_VERSION, "id": sid, "timestamp": ts, **header_extra}
     path = os.path.join(directory, f"{ts.replace(':', '-').replace('.', '-')}_{sid}.jsonl")
-    atomic_write(path, b"".join(dumps(x) + b"\n" for x in [header, *entries]))
+    atomic_write(path, b"".join(dumps(x) + b"\n" for x in [header, *entries]), roots=roots)
     return path
 
 
