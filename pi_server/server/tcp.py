@@ -96,7 +96,7 @@ class Connection(PiServer):
             self.hub.start_background()
 
     def notify(self, method: str, payload: dict[str, Any]) -> None:
-        if method in BROADCAST:
+        if method in BROADCAST or self is self.hub.root:  # the root's own news is everyone's
             self.hub.broadcast(method, payload)
         elif self.protocol.writer is not None:
             self.protocol.notify(method, payload)
