@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import resource
 import sys
 from typing import Any
 
@@ -21,7 +22,9 @@ from lsprotocol import types as lsp
 from pi_server.live.registry import Registry
 from pi_server.server.app import PiServer, ServerOptions, create_server
 from pi_server.server.base import build_registry
+from pi_server.server.logonce import Repeated, quiet_loop_errors
 from pi_server.server.options import Options, resolve
+from pi_server.server.outbound import Outbound
 
 log = logging.getLogger("pi_server")
 
@@ -29,6 +32,10 @@ PRE_AUTH_MAX_FRAME = 1 << 20  # an `initialize` is a few KB; nothing bigger is b
 MAX_FRAME = 256 << 20  # authenticated clients (prompt images are base64)
 MAX_HEADER_LINES = 16
 AUTH_TIMEOUT = 10.0  # seconds a connection may stay open without authenticating
+# connections not yet authenticated, at most (a quarter of RLIMIT_NOFILE when that is lower):
+# past it the one waiting longest is closed, so strangers cannot take the descriptors (or the
+# memory) authenticated clients need, and a real client (which authenticates at once) gets in
+MAX_STRANGERS = 64
 LINGER_SECONDS = 1.0
 LINE_LIMIT = 8192  # longest header line
 # what every authenticated client hears: changes to the files, not replies to someone's request
@@ -52,6 +59,10 @@ class Hub:
         self.registry: Registry = build_registry(resolve(None, options)[0])
         self.root.registry = self.registry
         self.started = False
+        # connections open and not (yet) authenticated, oldest first
+        self.strangers: dict[Connection, asyncio.StreamWriter] = {}
+        self.max_strangers = stranger_cap()
+        self.repeated = Repeated()
 
     def connect(self) -> Connection:
         conn = create_server(self.options, lambda o: Connection(o, self))
@@ -171,14 +182,17 @@ async def authenticate(conn: Connection, reader: asyncio.StreamReader, writer: a
         _send(writer, _error(msg["id"], -32602, "invalid params: not InitializeParams"))
         return False
     conn.authorized = True
-    conn.protocol.set_writer(writer)  # type: ignore[arg-type]
+    conn.protocol.set_writer(Outbound(writer))  # type: ignore[arg-type]
     conn.protocol.handle_message(message)
     return True
 
 
 async def _serve_authenticated(conn: Connection, reader: asyncio.StreamReader) -> None:
     proto = conn.protocol
+    out = proto.writer
+    assert isinstance(out, Outbound)
     while True:
+        await out.ready()  # a client that does not read its replies is not read from either
         body = await read_frame(reader, MAX_FRAME)
         if body is None:
             return
@@ -193,12 +207,24 @@ async def _serve_authenticated(conn: Connection, reader: asyncio.StreamReader) -
             proto.handle_message(message)
         except Exception:
             log.exception("unable to handle a message")
+        if getattr(message, "method", None) and getattr(message, "id", None) is not None:
+            out.track(proto._request_futures.get(message.id))
+
+
+def stranger_cap() -> int:
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(1, min(MAX_STRANGERS, soft // 4)) if soft != resource.RLIM_INFINITY else MAX_STRANGERS
 
 
 async def handle_connection(hub: Hub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    if len(hub.strangers) >= hub.max_strangers:
+        hub.repeated.warning("strangers", "client dropped: %d connections waiting to authenticate", len(hub.strangers))
+        hub.strangers.pop(next(iter(hub.strangers))).transport.abort()  # the oldest: its descriptor back now
     conn = hub.connect()
+    hub.strangers[conn] = writer
     try:
         if await authenticate(conn, reader, writer):
+            hub.strangers.pop(conn, None)
             await _serve_authenticated(conn, reader)
         else:
             await _linger(reader, writer)
@@ -208,6 +234,7 @@ async def handle_connection(hub: Hub, reader: asyncio.StreamReader, writer: asyn
     except ConnectionError:
         pass
     finally:
+        hub.strangers.pop(conn, None)
         conn.protocol.writer = None
         hub.disconnect(conn)
         writer.close()
@@ -229,6 +256,7 @@ async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
 
 async def _run(options: ServerOptions, host: str, port: int) -> None:
     hub = Hub(options)
+    quiet_loop_errors(asyncio.get_running_loop(), hub.repeated)
     try:
         server = await asyncio.start_server(
             lambda r, w: handle_connection(hub, r, w), host, port, limit=LINE_LIMIT, reuse_address=True
