@@ -60,7 +60,7 @@ class Hub:
         self.root.registry = self.registry
         self.started = False
         # connections open and not (yet) authenticated, oldest first
-        self.strangers: dict[Connection, asyncio.StreamWriter] = {}
+        self.strangers: dict[asyncio.StreamWriter, None] = {}
         self.max_strangers = stranger_cap()
         self.repeated = Repeated()
 
@@ -153,11 +153,12 @@ def _error(msg_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
 
 
-async def authenticate(conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-    """The first frame must be an `initialize` with the right token; it is then handed to pygls."""
+async def authenticate(hub: Hub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Connection | None:
+    """The first frame must be an `initialize` with the right token; it is then handed to pygls
+    on a new connection (a stranger costs no server object)."""
     body = await asyncio.wait_for(read_frame(reader, PRE_AUTH_MAX_FRAME), AUTH_TIMEOUT)
     if body is None:
-        return False
+        return None
     try:
         msg = json.loads(body)
     except ValueError:
@@ -168,23 +169,25 @@ async def authenticate(conn: Connection, reader: asyncio.StreamReader, writer: a
         if "id" in msg and "method" in msg:
             _send(writer, _error(msg["id"], -32002, "server not initialized: send initialize with the token first"))
         log.warning("client refused: %s before initialize", msg.get("method"))
-        return False
+        return None
     p = msg.get("params")
     opts = p.get("initializationOptions") if isinstance(p, dict) else None
     token = opts.get("token") if isinstance(opts, dict) else None
-    if not conn.token_ok(token):
+    if not hub.root.token_ok(token):
         log.warning("client refused: %s token", "wrong" if token is not None else "no")
         _send(writer, _error(msg["id"], -32602, "invalid token"))
-        return False
+        return None
+    conn = hub.connect()
     try:
         message = json.loads(body, object_hook=conn.protocol.structure_message)
     except Exception:
+        hub.disconnect(conn)
         _send(writer, _error(msg["id"], -32602, "invalid params: not InitializeParams"))
-        return False
+        return None
     conn.authorized = True
     conn.protocol.set_writer(Outbound(writer))  # type: ignore[arg-type]
     conn.protocol.handle_message(message)
-    return True
+    return conn
 
 
 async def _serve_authenticated(conn: Connection, reader: asyncio.StreamReader) -> None:
@@ -219,12 +222,15 @@ def stranger_cap() -> int:
 async def handle_connection(hub: Hub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     if len(hub.strangers) >= hub.max_strangers:
         hub.repeated.warning("strangers", "client dropped: %d connections waiting to authenticate", len(hub.strangers))
-        hub.strangers.pop(next(iter(hub.strangers))).transport.abort()  # the oldest: its descriptor back now
-    conn = hub.connect()
-    hub.strangers[conn] = writer
+        oldest = next(iter(hub.strangers))
+        del hub.strangers[oldest]
+        oldest.transport.abort()  # its descriptor back now
+    hub.strangers[writer] = None
+    conn = None
     try:
-        if await authenticate(conn, reader, writer):
-            hub.strangers.pop(conn, None)
+        conn = await authenticate(hub, reader, writer)
+        if conn is not None:
+            hub.strangers.pop(writer, None)
             await _serve_authenticated(conn, reader)
         else:
             await _linger(reader, writer)
@@ -234,9 +240,10 @@ async def handle_connection(hub: Hub, reader: asyncio.StreamReader, writer: asyn
     except ConnectionError:
         pass
     finally:
-        hub.strangers.pop(conn, None)
-        conn.protocol.writer = None
-        hub.disconnect(conn)
+        hub.strangers.pop(writer, None)
+        if conn is not None:
+            conn.protocol.writer = None
+            hub.disconnect(conn)
         writer.close()
         with contextlib.suppress(Exception):
             await writer.wait_closed()
