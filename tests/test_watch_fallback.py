@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,9 @@ async def test_no_inotify_warns_once_and_polls(store, sysctl: str, limit: str) -
         }
         with open(f, "a") as fh:
             fh.write(json.dumps(entry) + "\n")
+        t0 = time.monotonic()
         upd = await c.wait_for("pi/sessionUpdated", timeout=10)
+        print(f"append seen by polling after {time.monotonic() - t0:.2f} s")
         assert upd == {"session": f, "appended": ["feed0001"], "leafId": "feed0001", "reset": False}
         tree = await c.call("pi/getTree", {"session": f, "filter": "all"})
         assert tree["total"] == before["total"] + 1 and tree["leafId"] == "feed0001"
