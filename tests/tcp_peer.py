@@ -25,6 +25,7 @@ class Server:
         port: int = 0,
         extra: list[str] | None = None,
         env: dict[str, str] | None = None,
+        preexec_fn: Any = None,
     ) -> None:
         self.tmp = tmp
         self.sessions = tmp / "tcp-sessions"
@@ -38,7 +39,9 @@ class Server:
         cmd = [sys.executable, "-m", "pi_server", "serve", "--tcp", "--port", str(port)]
         cmd += ["--token-file", str(self.token_file), "--sessions-dir", str(self.sessions)]
         cmd += ["--state-dir", str(self.state), "--log-file", str(self.log), *(extra or [])]
-        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+        self.proc = subprocess.Popen(
+            cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, preexec_fn=preexec_fn
+        )
         self.stderr: list[str] = []
         self.port = self._wait_port()
 

@@ -9,32 +9,21 @@ device, so none of them can hold a thread of the server.
 from __future__ import annotations
 
 import asyncio
-import base64
+import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pi_server.agent.confine import ToolError, error_result, kind, read_regular, resolve_in_cwd, with_notices
+from pi_server.agent.confine import ToolError, error_result, kind, resolve_in_cwd, with_notices
+from pi_server.agent.readfile import read_file
 from pi_server.agent.search import tool_find, tool_grep
-from pi_server.agent.truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
 
 __all__ = ["LOCAL_TOOLS", "ToolError", "error_result", "resolve_in_cwd", "run_local", "run_tool"]
 
+log = logging.getLogger("pi_server")
 TOOL_TIMEOUT = 60.0  # seconds; pi has none, but a server must not wait forever on one call
 # read/ls run here, never on the core's worker or pygls's pool
 _FILES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pi-tools")
-
-
-_IMAGES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF8", "image/gif"))
-
-
-def _image_mime(head: bytes) -> str | None:
-    for magic, mime in _IMAGES:
-        if head.startswith(magic):
-            return mime
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def tool_read(args: dict[str, Any], cwd: str) -> dict[str, Any]:
@@ -49,58 +38,7 @@ def tool_read(args: dict[str, Any], cwd: str) -> dict[str, Any]:
         raise ToolError("EISDIR: illegal operation on a directory, read")
     if what == "special":
         raise ToolError(f"Not a regular file: {full}")
-    data = read_regular(full, cwd=cwd)
-    mime = _image_mime(data[:16])
-    if mime:
-        text = f"Read image file [{mime}]"
-        return {
-            "content": [
-                {"type": "text", "text": text},
-                {"type": "image", "data": base64.b64encode(data).decode(), "mimeType": mime},
-            ]
-        }
-    lines = data.decode("utf-8", "replace").split("\n")
-    offset, limit = args.get("offset"), args.get("limit")
-    start = max(0, int(offset) - 1) if offset else 0
-    shown = start + 1
-    if start >= len(lines):
-        raise ToolError(f"Offset {offset} is beyond end of file ({len(lines)} lines total)")
-    user_lines = None
-    if limit is not None:
-        end = min(start + int(limit), len(lines))
-        selected = "\n".join(lines[start:end])
-        user_lines = end - start
-    else:
-        selected = "\n".join(lines[start:])
-    t = truncate_head(selected)
-    details: dict[str, Any] | None = None
-    if t["firstLineExceedsLimit"]:
-        size = format_size(len(lines[start].encode()))
-        out = (
-            f"[Line {shown} is {size}, exceeds {format_size(DEFAULT_MAX_BYTES)} limit. "
-            f"Use bash: sed -n '{shown}p' {path} | head -c {DEFAULT_MAX_BYTES}]"
-        )
-        details = {"truncation": t}
-    elif t["truncated"]:
-        last = shown + t["outputLines"] - 1
-        if t["truncatedBy"] == "lines":
-            note = f"[Showing lines {shown}-{last} of {len(lines)}. Use offset={last + 1} to continue.]"
-        else:
-            note = (
-                f"[Showing lines {shown}-{last} of {len(lines)} ({format_size(DEFAULT_MAX_BYTES)} limit). "
-                f"Use offset={last + 1} to continue.]"
-            )
-        out = t["content"] + "\n\n" + note
-        details = {"truncation": t}
-    elif user_lines is not None and start + user_lines < len(lines):
-        remaining = len(lines) - (start + user_lines)
-        out = f"{t['content']}\n\n[{remaining} more lines in file. Use offset={start + user_lines + 1} to continue.]"
-    else:
-        out = t["content"]
-    result: dict[str, Any] = {"content": [{"type": "text", "text": out}]}
-    if details is not None:
-        result["details"] = details
-    return result
+    return read_file(full, path, args, cwd)
 
 
 def tool_ls(args: dict[str, Any], cwd: str) -> dict[str, Any]:
@@ -156,6 +94,9 @@ async def run_tool(name: str, args: Any, cwd: str, timeout: float = TOOL_TIMEOUT
         return error_result(f"invalid arguments: {e}"), True
     except OSError as e:
         return error_result(f"{e.strerror or e}: {e.filename or ''}".rstrip(": ")), True
+    except Exception as e:  # MemoryError included: the model hears of it, the turn goes on
+        log.exception("tool %s failed", name)
+        return error_result(f"{name} failed: {type(e).__name__}: {e}".rstrip(": ")), True
 
 
 def run_local(name: str, args: Any, cwd: str, timeout: float = TOOL_TIMEOUT) -> tuple[dict[str, Any], bool]:

@@ -25,7 +25,10 @@ def truncate_head(
     content: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> dict[str, Any]:
     total_bytes = _bytes(content)
-    lines = content.split("\n")
+    # counted as pi 1.6 counts them: no lines in "", none after a final newline
+    lines = content.split("\n") if content else []
+    if content.endswith("\n"):
+        lines.pop()
     base = {"totalLines": len(lines), "totalBytes": total_bytes, "lastLinePartial": False}
     limits = {"maxLines": max_lines, "maxBytes": max_bytes}
     if len(lines) <= max_lines and total_bytes <= max_bytes:

@@ -11,7 +11,7 @@ from typing import Any
 
 from watchfiles import Change, awatch
 
-from pi_server.server import bulk, errors, notify
+from pi_server.server import bulk, errors, notify, polling
 from pi_server.server.worker import BACKGROUND
 
 log = logging.getLogger("pi_server")
@@ -45,10 +45,35 @@ async def watch_roots(ls: PiServer) -> None:
     roots = [r for r in reg.roots if os.path.isdir(r)]
     if not roots:
         return
-    async for changes in awatch(
-        *roots, debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=ls.stop, watch_filter=lambda _c, p: p.endswith(".jsonl")
-    ):
-        await handle_changes(ls, changes)
+    try:
+        async for changes in awatch(
+            *roots,
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            stop_event=ls.stop,
+            watch_filter=lambda _c, p: p.endswith(".jsonl"),
+        ):
+            await handle_changes(ls, changes)
+        return
+    except Exception as e:  # watchfiles raises OSError or its own error for an exhausted limit
+        warn_cannot_watch(ls, e)
+    await polling.poll_roots(roots, ls.stop, lambda changes: handle_changes(ls, changes))
+
+
+def warn_cannot_watch(ls: PiServer, e: Exception) -> None:
+    """Say once, in the log and to the user, why views now follow the files by polling."""
+    text = str(e)
+    if "Too many open files" in text or "os error 24" in text:
+        limit = "fs.inotify.max_user_instances"
+    else:
+        limit = "fs.inotify.max_user_watches"
+    message = (
+        f"pi-server: cannot watch the session folders ({text.split(' about ')[0]}); "
+        f"checking them every {polling.POLL_INTERVAL:g} s instead. "
+        f"Raise the limit with: sudo sysctl {limit}=<higher value>"
+    )
+    log.warning("%s", message)
+    ls.notify("window/showMessage", {"type": 2, "message": message})
 
 
 async def handle_changes(ls: PiServer, changes: set[tuple[Change, str]]) -> None:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import resource
 import sys
 from typing import Any
 
@@ -21,7 +22,9 @@ from lsprotocol import types as lsp
 from pi_server.live.registry import Registry
 from pi_server.server.app import PiServer, ServerOptions, create_server
 from pi_server.server.base import build_registry
+from pi_server.server.logonce import Repeated, quiet_loop_errors
 from pi_server.server.options import Options, resolve
+from pi_server.server.outbound import Outbound
 
 log = logging.getLogger("pi_server")
 
@@ -29,6 +32,10 @@ PRE_AUTH_MAX_FRAME = 1 << 20  # an `initialize` is a few KB; nothing bigger is b
 MAX_FRAME = 256 << 20  # authenticated clients (prompt images are base64)
 MAX_HEADER_LINES = 16
 AUTH_TIMEOUT = 10.0  # seconds a connection may stay open without authenticating
+# connections not yet authenticated, at most (a quarter of RLIMIT_NOFILE when that is lower):
+# past it the one waiting longest is closed, so strangers cannot take the descriptors (or the
+# memory) authenticated clients need, and a real client (which authenticates at once) gets in
+MAX_STRANGERS = 64
 LINGER_SECONDS = 1.0
 LINE_LIMIT = 8192  # longest header line
 # what every authenticated client hears: changes to the files, not replies to someone's request
@@ -52,6 +59,10 @@ class Hub:
         self.registry: Registry = build_registry(resolve(None, options)[0])
         self.root.registry = self.registry
         self.started = False
+        # connections open and not (yet) authenticated, oldest first
+        self.strangers: dict[asyncio.StreamWriter, None] = {}
+        self.max_strangers = stranger_cap()
+        self.repeated = Repeated()
 
     def connect(self) -> Connection:
         conn = create_server(self.options, lambda o: Connection(o, self))
@@ -96,7 +107,7 @@ class Connection(PiServer):
             self.hub.start_background()
 
     def notify(self, method: str, payload: dict[str, Any]) -> None:
-        if method in BROADCAST:
+        if method in BROADCAST or self is self.hub.root:  # the root's own news is everyone's
             self.hub.broadcast(method, payload)
         elif self.protocol.writer is not None:
             self.protocol.notify(method, payload)
@@ -142,11 +153,12 @@ def _error(msg_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
 
 
-async def authenticate(conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-    """The first frame must be an `initialize` with the right token; it is then handed to pygls."""
+async def authenticate(hub: Hub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Connection | None:
+    """The first frame must be an `initialize` with the right token; it is then handed to pygls
+    on a new connection (a stranger costs no server object)."""
     body = await asyncio.wait_for(read_frame(reader, PRE_AUTH_MAX_FRAME), AUTH_TIMEOUT)
     if body is None:
-        return False
+        return None
     try:
         msg = json.loads(body)
     except ValueError:
@@ -157,28 +169,33 @@ async def authenticate(conn: Connection, reader: asyncio.StreamReader, writer: a
         if "id" in msg and "method" in msg:
             _send(writer, _error(msg["id"], -32002, "server not initialized: send initialize with the token first"))
         log.warning("client refused: %s before initialize", msg.get("method"))
-        return False
+        return None
     p = msg.get("params")
     opts = p.get("initializationOptions") if isinstance(p, dict) else None
     token = opts.get("token") if isinstance(opts, dict) else None
-    if not conn.token_ok(token):
+    if not hub.root.token_ok(token):
         log.warning("client refused: %s token", "wrong" if token is not None else "no")
         _send(writer, _error(msg["id"], -32602, "invalid token"))
-        return False
+        return None
+    conn = hub.connect()
     try:
         message = json.loads(body, object_hook=conn.protocol.structure_message)
     except Exception:
+        hub.disconnect(conn)
         _send(writer, _error(msg["id"], -32602, "invalid params: not InitializeParams"))
-        return False
+        return None
     conn.authorized = True
-    conn.protocol.set_writer(writer)  # type: ignore[arg-type]
+    conn.protocol.set_writer(Outbound(writer))  # type: ignore[arg-type]
     conn.protocol.handle_message(message)
-    return True
+    return conn
 
 
 async def _serve_authenticated(conn: Connection, reader: asyncio.StreamReader) -> None:
     proto = conn.protocol
+    out = proto.writer
+    assert isinstance(out, Outbound)
     while True:
+        await out.ready()  # a client that does not read its replies is not read from either
         body = await read_frame(reader, MAX_FRAME)
         if body is None:
             return
@@ -193,12 +210,27 @@ async def _serve_authenticated(conn: Connection, reader: asyncio.StreamReader) -
             proto.handle_message(message)
         except Exception:
             log.exception("unable to handle a message")
+        if getattr(message, "method", None) and getattr(message, "id", None) is not None:
+            out.track(proto._request_futures.get(message.id))
+
+
+def stranger_cap() -> int:
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(1, min(MAX_STRANGERS, soft // 4)) if soft != resource.RLIM_INFINITY else MAX_STRANGERS
 
 
 async def handle_connection(hub: Hub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    conn = hub.connect()
+    if len(hub.strangers) >= hub.max_strangers:
+        hub.repeated.warning("strangers", "client dropped: %d connections waiting to authenticate", len(hub.strangers))
+        oldest = next(iter(hub.strangers))
+        del hub.strangers[oldest]
+        oldest.transport.abort()  # its descriptor back now
+    hub.strangers[writer] = None
+    conn = None
     try:
-        if await authenticate(conn, reader, writer):
+        conn = await authenticate(hub, reader, writer)
+        if conn is not None:
+            hub.strangers.pop(writer, None)
             await _serve_authenticated(conn, reader)
         else:
             await _linger(reader, writer)
@@ -208,8 +240,10 @@ async def handle_connection(hub: Hub, reader: asyncio.StreamReader, writer: asyn
     except ConnectionError:
         pass
     finally:
-        conn.protocol.writer = None
-        hub.disconnect(conn)
+        hub.strangers.pop(writer, None)
+        if conn is not None:
+            conn.protocol.writer = None
+            hub.disconnect(conn)
         writer.close()
         with contextlib.suppress(Exception):
             await writer.wait_closed()
@@ -229,6 +263,7 @@ async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
 
 async def _run(options: ServerOptions, host: str, port: int) -> None:
     hub = Hub(options)
+    quiet_loop_errors(asyncio.get_running_loop(), hub.repeated)
     try:
         server = await asyncio.start_server(
             lambda r, w: handle_connection(hub, r, w), host, port, limit=LINE_LIMIT, reuse_address=True
