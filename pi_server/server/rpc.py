@@ -15,6 +15,7 @@ import msgspec
 
 from pi_server.server import errors, wire
 from pi_server.server.params import Params
+from pi_server.store.names import from_wire
 
 P = TypeVar("P", bound=Params)
 Handler = Callable[[Any, Any], Awaitable[Any]]
@@ -50,9 +51,12 @@ def parse(model: type[P], raw: Any) -> P:
     if not isinstance(raw, dict):
         raise errors.InvalidParams("invalid params: expected an object")
     try:
-        return msgspec.convert(raw, model, strict=False)
+        got = msgspec.convert(raw, model, strict=False)
     except msgspec.ValidationError as e:
         raise errors.invalid_params(e, model) from None
+    if isinstance(getattr(got, "session", None), str):
+        got.session = from_wire(got.session)  # type: ignore[attr-defined]  # a `file:` URI names the path
+    return got
 
 
 def _guarded(fn: Handler, model: type[Params]) -> Handler:
