@@ -40,7 +40,8 @@ async def test_a_name_that_is_not_utf8_is_listed_and_served(tmp_path: Path) -> N
             named = await c.call("pi/setSessionName", {"session": uri, "name": "café"})
             switched = await c.call("pi/switchBranch", {"session": uri, "targetId": tree["rows"][0]["id"]})
             assert switched["leafId"] != named["entryId"]
-            note = await c.wait_for("pi/sessionUpdated", lambda p: named["entryId"] in p["appended"])
+            eid = named["entryId"]
+            note = await c.wait_for("pi/sessionUpdated", lambda p, eid=eid: eid in p["appended"])
             assert note["session"] == uri
         with open(raw, "rb") as f:
             ids = {json.loads(line).get("id") for line in f}
