@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from lsp_client import server
+from lsprotocol import types as lsp
 
 SAMPLES = Path(__file__).resolve().parent.parent / "pi_server" / "samples"
 
@@ -36,6 +37,9 @@ async def test_a_name_that_is_not_utf8_is_listed_and_served(tmp_path: Path) -> N
                 assert "displayPath" not in by[str(folder / "good.jsonl")]
             tree = await c.call("pi/getTree", {"session": uri})
             assert tree["total"] > 1
+            params = lsp.DocumentSymbolParams(lsp.TextDocumentIdentifier(uri))
+            symbols = await c.lc.text_document_document_symbol_async(params)
+            assert symbols and symbols[0].range.start.line == 1
             label = await c.call("pi/setLabel", {"session": uri, "targetId": tree["leafId"], "label": "L"})
             named = await c.call("pi/setSessionName", {"session": uri, "name": "café"})
             switched = await c.call("pi/switchBranch", {"session": uri, "targetId": tree["rows"][0]["id"]})

@@ -9,7 +9,6 @@ from functools import partial
 from typing import Any
 
 from lsprotocol import types as lsp
-from pygls.uris import to_fs_path
 
 from pi_server.live.registry import STEP_S
 from pi_server.live.session import LiveSession
@@ -17,6 +16,7 @@ from pi_server.server import errors, wire
 from pi_server.server.base import PiServer
 from pi_server.server.rpc import lsp_feature
 from pi_server.store.index import SessionIndex
+from pi_server.store.names import from_wire
 from pi_server.store.records import F_ASSISTANT_TEXT
 from pi_server.tree import titles
 from pi_server.tree.paths import tree_diagnostics
@@ -62,8 +62,8 @@ def _line_range(line: int, length_chars: int = 0) -> lsp.Range:
 
 
 async def _live_for(ls: PiServer, uri: str) -> LiveSession | None:
-    path = to_fs_path(uri)
-    if ls.registry is None or path is None or not path.endswith(".jsonl"):
+    path = from_wire(uri) if uri.startswith("file:") else None  # byte for byte: names not UTF-8 too
+    if ls.registry is None or path is None or path.startswith("file:") or not path.endswith(".jsonl"):
         return None
     try:
         return await ls.core(ls.registry.get, path)
