@@ -35,13 +35,17 @@ def _hub(path: Path, n: int) -> None:
 
 
 def _chain(path: Path, n: int) -> None:
+    """`n` entries in one chain, user messages and a closing reply (so the session is not busy)."""
     with open(path, "w") as f:
         f.write(_header() + "\n")
         prev = None
-        for i in range(n):
+        for i in range(n - 1):
             eid = f"{i:08x}"
             f.write(_user(eid, prev, f"message {i}") + "\n")
             prev = eid
+        reply = {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "stopReason": "stop", "timestamp": 1}
+        last = {"type": "message", "id": f"{n - 1:08x}", "parentId": prev, "timestamp": TS, "message": reply}
+        f.write(json.dumps(last) + "\n")
 
 
 def _store(tmp: Path, make: Any, n: int) -> tuple[Server, Path, Path]:
@@ -98,3 +102,18 @@ def test_outline_of_a_hub_of_50000_children_is_linear_and_never_holds_the_worker
     assert len(hub[0]["children"]) == 9_999  # the first 10,000 symbols: the hub and its first children
     assert took < 20, took
     assert waits and max(waits) < SMALL_BOUND, waits
+
+
+def test_context_and_compaction_of_a_large_chain_leave_the_worker_to_others(tmp_path: Path) -> None:
+    srv, big, small = _store(tmp_path, _chain, 150_000)
+    try:
+        reply, took, waits = _while_running(srv, big, small, "pi/buildContext", {"session": str(big)})
+        ctx = reply["result"]
+        assert len(ctx["messages"]) == 150_000 and ctx["entryIds"][-1] == ctx["leafId"] == f"{149_999:08x}"
+        assert waits and max(waits) < SMALL_BOUND, ("context", took, waits)
+        reply, took, waits = _while_running(srv, big, small, "pi/compact", {"session": str(big)})
+        done = reply["result"]
+        assert done["queued"] is False and done["tokensBefore"] > 0 and done["firstKeptEntryId"] in big.read_text()
+        assert waits and max(waits) < SMALL_BOUND, ("compact", took, waits)
+    finally:
+        srv.close()

@@ -35,6 +35,8 @@ class Encoded:
 
 def encode(result: Any) -> Encoded:
     """Plain data or msgspec Structs (as `msgspec.to_builtins` would give them) to bytes."""
+    if type(result) is Encoded:
+        return result  # encoded where it was made (off the event loop)
     try:
         return Encoded(_encode(result))
     except UnicodeEncodeError:
