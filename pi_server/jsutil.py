@@ -134,3 +134,29 @@ def js_date_json(value: Any) -> int | float | None:
     if math.isnan(ms):
         return None
     return int(ms)
+
+
+def js_finite(value: Any) -> Any:
+    """`value` as JSON.stringify then JSON.parse would give it: a non-finite number (what
+    `1e400` parses to) is null. A copy of containers."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: js_finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [js_finite(v) for v in value]
+    return value
+
+
+def non_finite_at(value: Any, where: tuple[str, ...] = ()) -> str | None:
+    """The dotted path (`replacement.content.0.n`) of the first non-finite number in a parsed
+    JSON value, or None when every number is finite."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else ".".join(where)
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        if isinstance(v, dict | list | float):
+            found = non_finite_at(v, (*where, str(k)))
+            if found is not None:
+                return found
+    return None

@@ -8,6 +8,7 @@ mapping, and on failure stopReason "error" (or "aborted") with errorMessage.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -77,9 +78,20 @@ def _parse_json(s: str) -> Any:
     if not s:
         return {}
     try:
-        return json.loads(s)
+        # `1e400` as null, as pi writes the call (JSON.stringify): never an infinity that no
+        # later line or request body can carry
+        return json.loads(s, parse_float=_finite_float, parse_constant=_not_json)
     except ValueError:
         return {}
+
+
+def _finite_float(text: str) -> float | None:
+    v = float(text)
+    return v if math.isfinite(v) else None
+
+
+def _not_json(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")  # NaN, Infinity: JSON.parse refuses them
 
 
 def strip_scratch(out: dict[str, Any]) -> None:

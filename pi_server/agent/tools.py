@@ -90,7 +90,7 @@ async def run_tool(name: str, args: Any, cwd: str, timeout: float = TOOL_TIMEOUT
         return error_result(str(e)), True
     except TimeoutError:
         return error_result(f"{name} timed out after {timeout:g} s"), True
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, ArithmeticError) as e:  # ArithmeticError: int(inf), a huge count
         return error_result(f"invalid arguments: {e}"), True
     except OSError as e:
         return error_result(f"{e.strerror or e}: {e.filename or ''}".rstrip(": ")), True

@@ -17,6 +17,7 @@ from typing import Any
 
 from pi_server.agent.stream import call_model, empty_message, strip_scratch
 from pi_server.agent.tools import LOCAL_TOOLS, ToolError, error_result, resolve_in_cwd, run_tool
+from pi_server.jsutil import js_finite
 from pi_server.llm.anthropic import request_body
 from pi_server.llm.models import ModelInfo
 
@@ -176,6 +177,7 @@ class Turn:
             return error_result("Operation aborted"), True
         if not isinstance(reply, dict) or not isinstance(reply.get("content"), list):
             return error_result("the client's tool result has no content"), True
+        reply = js_finite(reply)  # a client's `1e400`: null, as pi would write it
         result = {"content": reply["content"]}
         if reply.get("details") is not None:
             result["details"] = reply["details"]

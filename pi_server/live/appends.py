@@ -101,7 +101,9 @@ class SessionAppender:
         the entry's time); a retain-none compaction (no kept entry) keeps from itself."""
         idx = self.live.index
         timestamp = now_iso()
-        system = current_system_message(build_context(idx, self.live.leaf_id).messages) if idx.ids else None
+        # system messages are never left opaque: the others need not be parsed to find them
+        ctx = build_context(idx, self.live.leaf_id, opaque=True) if idx.ids else None
+        system = current_system_message([m for m in ctx.messages if type(m) is dict]) if ctx else None
         fields: dict[str, Any] = {"timestamp": timestamp, "summary": summary}
         fields["firstKeptEntryId"] = first_kept_entry_id
         fields["tokensBefore"] = tokens_before

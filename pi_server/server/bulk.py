@@ -14,6 +14,7 @@ from typing import Any
 from pi_server.server import pool
 from pi_server.server.worker import BACKGROUND, REQUEST
 from pi_server.store.discovery import query_tokens
+from pi_server.store.names import display, is_utf8, to_wire
 
 log = logging.getLogger("pi_server")
 PiServer = Any  # server.host.Host (the server importing this module)
@@ -34,7 +35,15 @@ async def list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit:
     if running is None:
         running = _running[key] = asyncio.ensure_future(_list_sessions(ls, cwd, query, limit))
         running.add_done_callback(lambda _f: _running.pop(key, None))
-    return list(await asyncio.shield(running))
+    return [_wire_info(info) for info in await asyncio.shield(running)]
+
+
+def _wire_info(info: dict) -> dict:
+    """A SessionInfo as the client gets it: a name that is not UTF-8 as its URI, and shown."""
+    path = info["session"]
+    if is_utf8(path):
+        return info
+    return {**info, "session": to_wire(path), "displayPath": display(path)}
 
 
 async def _list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit: int | None) -> list[dict]:

@@ -4,22 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_server.store.names import to_wire
+
 
 def session_updated(ls: Any, session: str, appended: list[str], leaf_id: str | None, reset: bool = False) -> None:
     """`pi/sessionUpdated`: entries the file gained (ours reach other clients as the watcher's would)."""
     if appended or reset:
         ls.notify(
-            "pi/sessionUpdated", {"session": session, "appended": appended, "leafId": leaf_id, "reset": reset}
+            "pi/sessionUpdated", {"session": to_wire(session), "appended": appended, "leafId": leaf_id, "reset": reset}
         )
 
 
 def sessions_changed(ls: Any, added: list[str], removed: list[str], changed: list[str]) -> None:
-    ls.notify("pi/sessionsChanged", {"added": added, "removed": removed, "changed": changed})
+    ls.notify(
+        "pi/sessionsChanged",
+        {"added": [*map(to_wire, added)], "removed": [*map(to_wire, removed)], "changed": [*map(to_wire, changed)]},
+    )
 
 
 def save_point(ls: Any, session: str, flushed: list[str]) -> None:
-    ls.notify("pi/savePoint", {"session": session, "flushed": flushed})
+    ls.notify("pi/savePoint", {"session": to_wire(session), "flushed": flushed})
 
 
 def agent_event(ls: Any, session: str, turn_id: str, event: dict[str, Any]) -> None:
-    ls.notify("pi/agentEvent", {"session": session, "turnId": turn_id, "event": event})
+    ls.notify("pi/agentEvent", {"session": to_wire(session), "turnId": turn_id, "event": event})

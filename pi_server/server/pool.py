@@ -27,6 +27,8 @@ from typing import Any
 
 import msgspec
 
+from pi_server.store.packing import pack, unpack
+
 log = logging.getLogger("pi_server")
 FAILED = "failed"  # the answer for a file its worker died or hung on
 BASE_TIMEOUT_S = 10.0  # a file's deadline: this, plus a second per 10 MB
@@ -130,7 +132,7 @@ class Slot:
 
     def _send(self, obj: Any) -> None:
         assert self.proc is not None and self.proc.stdin is not None
-        body = msgspec.msgpack.encode(obj)
+        body = pack(obj)
         self.proc.stdin.write(len(body).to_bytes(4, "big") + body)
         self.proc.stdin.flush()
 
@@ -140,7 +142,7 @@ class Slot:
         assert self.proc is not None
         quiet = Quiet(self.proc.pid, path)
         head = self._read_exact(4, quiet)
-        return msgspec.msgpack.decode(self._read_exact(int.from_bytes(head, "big"), quiet))
+        return unpack(self._read_exact(int.from_bytes(head, "big"), quiet))
 
     def _read_exact(self, n: int, quiet: Quiet) -> bytes:
         assert self.proc is not None and self.proc.stdout is not None
@@ -222,7 +224,7 @@ class BulkPool:
         answers: asyncio.Queue[list[tuple[str, Any]]] = asyncio.Queue()
         shares: list[list[str]] = [[] for _ in self.slots]
         for item in items:
-            shares[zlib.crc32(item.encode()) % len(self.slots)].append(item)
+            shares[zlib.crc32(os.fsencode(item)) % len(self.slots)].append(item)
 
         def run_share(slot: Slot, share: list[str]) -> None:
             done = 0

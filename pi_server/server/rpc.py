@@ -13,8 +13,10 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from pi_server.jsutil import non_finite_at
 from pi_server.server import errors, wire
 from pi_server.server.params import Params
+from pi_server.store.names import from_wire
 
 P = TypeVar("P", bound=Params)
 Handler = Callable[[Any, Any], Awaitable[Any]]
@@ -49,10 +51,16 @@ def parse(model: type[P], raw: Any) -> P:
         raw = {}
     if not isinstance(raw, dict):
         raise errors.InvalidParams("invalid params: expected an object")
+    bad = non_finite_at(raw)
+    if bad is not None:  # `1e400`: read as infinity, which no JSON line or answer can hold
+        raise errors.InvalidParams(f"invalid params: {bad}: number out of range (not a finite number)")
     try:
-        return msgspec.convert(raw, model, strict=False)
+        got = msgspec.convert(raw, model, strict=False)
     except msgspec.ValidationError as e:
         raise errors.invalid_params(e, model) from None
+    if isinstance(getattr(got, "session", None), str):
+        got.session = from_wire(got.session)  # type: ignore[attr-defined]  # a `file:` URI names the path
+    return got
 
 
 def _guarded(fn: Handler, model: type[Params]) -> Handler:

@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from pi_server.jsutil import js_finite
+
 log = logging.getLogger("pi_server")
 _encode = msgspec.json.Encoder().encode
 
@@ -33,11 +35,14 @@ class Encoded:
 
 def encode(result: Any) -> Encoded:
     """Plain data or msgspec Structs (as `msgspec.to_builtins` would give them) to bytes."""
+    if type(result) is Encoded:
+        return result  # encoded where it was made (off the event loop)
     try:
         return Encoded(_encode(result))
     except UnicodeEncodeError:
         # a lone surrogate (pi cuts strings in UTF-16 units): escaped as \udXXX, as JS writes it
-        return Encoded(json.dumps(msgspec.to_builtins(result)).encode())
+        # (and a non-finite number as null, as msgspec and JSON.stringify write it)
+        return Encoded(json.dumps(js_finite(msgspec.to_builtins(result)), allow_nan=False).encode())
 
 
 def frame(msg_id: Any, result: Encoded, include_headers: bool = True) -> bytes:

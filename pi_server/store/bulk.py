@@ -18,11 +18,10 @@ import threading
 import time
 from typing import Any, BinaryIO
 
-import msgspec
-
 from pi_server.store.cache import IndexCache, fingerprint
 from pi_server.store.discovery import is_within, search_text, session_info, text_matches
 from pi_server.store.index import NotASession, SessionIndex
+from pi_server.store.packing import pack, unpack
 
 TEXT_BUDGET = 48 << 20  # bytes of search text kept per worker between searches
 
@@ -101,11 +100,11 @@ def read_frame(f: BinaryIO) -> Any:
     if len(head) < 4:
         return None
     body = f.read(int.from_bytes(head, "big"))
-    return msgspec.msgpack.decode(body)
+    return unpack(body)
 
 
 def write_frame(f: BinaryIO, obj: Any) -> None:
-    body = msgspec.msgpack.encode(obj)
+    body = pack(obj)
     f.write(len(body).to_bytes(4, "big") + body)
     f.flush()
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from pi_server.store.packing import pack, unpack
 from pi_server.store.state import atomic_write
 
 if TYPE_CHECKING:  # imported where used: a listing from the listing cache needs no index
@@ -58,7 +59,7 @@ class IndexCache:
         self._listing_dirty = False  # changed since read or written: a save writes it
 
     def _file(self, path: str) -> Path:
-        return self.dir / (hashlib.sha256(path.encode()).hexdigest()[:32] + ".msgpack")
+        return self.dir / (hashlib.sha256(os.fsencode(path)).hexdigest()[:32] + ".msgpack")
 
     # ---------------------------------------------------------------- per-session index
 
@@ -89,15 +90,15 @@ class IndexCache:
         rec["header_bytes"] = idx._header_bytes
         rec["v1_by_ordinal"] = {str(k): v for k, v in idx._v1_by_ordinal.items()}
         try:
-            atomic_write(self._file(idx.path), msgspec.msgpack.encode(rec), durable=False)
-        except (OSError, TypeError, msgspec.EncodeError):
+            atomic_write(self._file(idx.path), pack(rec), durable=False)
+        except (OSError, TypeError, ValueError, msgspec.EncodeError):
             pass  # a cache is an optimisation: never fail a request over it
 
     def load(self, path: str, roots: tuple[str, ...] = ()) -> SessionIndex | None:
         """The cached index, brought up to date, or None when it cannot be trusted. `roots`:
         the folders the file must be read within (store/beneath.py)."""
         try:
-            rec = msgspec.msgpack.decode(self._file(path).read_bytes())
+            rec = unpack(self._file(path).read_bytes())
             return self._restore(path, rec, roots)
         except Exception:  # missing, corrupt, foreign: rebuild
             return None
@@ -150,7 +151,7 @@ class IndexCache:
     def listing(self) -> dict[str, Any]:
         if self._listing is None:
             try:
-                data = msgspec.msgpack.decode(self.listing_path.read_bytes())
+                data = unpack(self.listing_path.read_bytes())
                 ok = isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("sessions"), dict)
                 self._listing = data["sessions"] if ok else {}
             except Exception:
@@ -188,9 +189,7 @@ class IndexCache:
         if not self._listing_dirty:
             return
         try:
-            atomic_write(
-                self.listing_path, msgspec.msgpack.encode({"format": FORMAT, "sessions": sessions}), durable=False
-            )
+            atomic_write(self.listing_path, pack({"format": FORMAT, "sessions": sessions}), durable=False)
             self._listing_dirty = False
-        except (OSError, msgspec.EncodeError):
+        except (OSError, ValueError, msgspec.EncodeError):
             pass

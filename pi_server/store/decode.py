@@ -15,6 +15,8 @@ from typing import Any
 import msgspec
 import orjson
 
+from pi_server.jsutil import js_finite
+
 
 class Block(msgspec.Struct, gc=False):
     type: Any = None
@@ -115,16 +117,21 @@ def loads(raw: bytes) -> Any:
             return orjson.loads(fixed)
         except orjson.JSONDecodeError as e:
             err = e
-    if b"\\u" not in raw and "depth" not in str(err):
-        raise err  # neither a lone surrogate nor deep nesting: Python's json refuses it too
+    if b"\\u" not in raw and "depth" not in str(err) and "infinity" not in str(err):
+        raise err  # no lone surrogate, deep nesting or huge number: Python's json refuses it too
     # pi's JSON.parse keeps lone surrogates (`\ud83d`), which orjson refuses and
-    # Python's json keeps, as it reads lines nested deeper than orjson's limit
+    # Python's json keeps, as it reads lines nested deeper than orjson's limit and
+    # `1e400` (as infinity, which every writer turns into null as JSON.stringify does)
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError as e:
         raise orjson.JSONDecodeError(e.msg, e.doc, e.pos) from None
     except RecursionError:
         raise orjson.JSONDecodeError("nested too deep to read", text[:64], 0) from None
+
+
+def _not_json(token: str) -> Any:
+    raise json.JSONDecodeError(f"{token} is not JSON", token, 0)  # NaN, Infinity: JSON.parse refuses them
 
 
 def jdumps(obj: Any) -> bytes:
@@ -132,7 +139,7 @@ def jdumps(obj: Any) -> bytes:
     try:
         return orjson.dumps(obj)
     except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(obj, separators=(",", ":")).encode()
+        return json.dumps(js_finite(obj), separators=(",", ":"), allow_nan=False).encode()
 
 
 DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)

@@ -101,8 +101,9 @@ def prefix_changed(fd: int, end: int, size: int, header: bytes, digest: bytes) -
 
 def plainly_malformed(err: BaseException, line: bytes) -> bool:
     """msgspec refused the line, and no other reading could accept it: not JSON at all (not
-    invalid UTF-8, a lone surrogate or deep nesting, which `loads` reads as pi does)."""
+    invalid UTF-8, a lone surrogate, deep nesting or `1e400`, which `loads` reads as pi does)."""
     if type(err) is not msgspec.DecodeError or b"\\u" in line:
         return False
     msg = str(err)
-    return "depth" not in msg and "recursion" not in msg and "UTF-8" not in msg and line.isascii()
+    readable = ("depth", "recursion", "UTF-8", "out of range")  # out of range: `1e400`, infinity to JSON.parse
+    return not any(m in msg for m in readable) and line.isascii()

@@ -220,7 +220,7 @@ class StateDir:
     # pending writes, one file per session
 
     def _pending_path(self, session: str) -> Path:
-        return self.root / "pending" / (hashlib.sha256(session.encode()).hexdigest()[:24] + ".json")
+        return self.root / "pending" / (hashlib.sha256(os.fsencode(session)).hexdigest()[:24] + ".json")
 
     def queue_lock(self, session: str) -> AbstractContextManager[bool]:
         """Held around every read-modify-write of a session's queue."""

@@ -19,6 +19,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from pi_server.jsutil import js_finite
 from pi_server.store import beneath
 from pi_server.store.index import SessionIndex
 from pi_server.store.records import CURRENT_VERSION
@@ -61,9 +62,12 @@ _LONE = re.compile("[\ud800-\udfff]")
 
 
 def dumps(entry: dict[str, Any]) -> bytes:
-    # compact, non-ASCII kept, as JSON.stringify writes it; a lone surrogate (kept
-    # from a line pi wrote) goes back as the `\\uXXXX` escape JSON.stringify writes
-    text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+    """The strict JSON line of an entry, as JSON.stringify writes it: compact, non-ASCII kept,
+    a non-finite number as null, a lone surrogate (kept from a line pi wrote) as its escape."""
+    try:
+        text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # `1e400` read as infinity: never written as `Infinity`, which is not JSON
+        text = json.dumps(js_finite(entry), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
         return text.encode()
     except UnicodeEncodeError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgspec
@@ -88,13 +89,19 @@ async def compact(
     """The compaction summary (text, source, usage): Anthropic when a key is there, else
     extractive. As pi 1.6.0, the history and the turn prefix are asked for one after the other."""
     key = api_key()
+    # serializing or summarizing a long history is seconds of work: off the event loop
     if key:
         texts: dict[str, str] = {}
         usage = None
-        for kind, body in compaction.requests(prep, model, thinking, custom).items():
+        bodies = await asyncio.to_thread(compaction.requests, prep, model, thinking, custom)
+        for kind, body in bodies.items():
             texts[kind], used = await complete_with_usage(body, key, model=model, timeout=timeout, base_url=base_url)
             usage = compaction.combine_usage(usage, used)
         return compaction.merge(prep, texts), "anthropic", usage
+    return await asyncio.to_thread(_extractive_compaction, prep), "extractive", None
+
+
+def _extractive_compaction(prep: Any) -> str:
     texts = {}
     for kind, messages in (("history", prep.to_summarize), ("prefix", prep.turn_prefix)):
         if messages:
@@ -102,4 +109,4 @@ async def compact(
             texts[kind] = extractive_summary(req, [{"type": "message", "message": m} for m in messages])
     if prep.split_turn and prep.turn_prefix and "prefix" not in texts:
         texts["prefix"] = "(no turn prefix)"
-    return compaction.merge(prep, texts), "extractive", None
+    return compaction.merge(prep, texts)

@@ -39,6 +39,11 @@ class Children:
             c = nxt[c]
         return out
 
+    def several(self, pos: int) -> bool:
+        """More than one child: without listing them (a hub of 50,000 is asked once per child)."""
+        c = self.first[pos] if pos >= 0 else -1
+        return c != -1 and self.next[c] != -1
+
 
 @dataclass
 class Tree:

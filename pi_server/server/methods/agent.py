@@ -23,6 +23,7 @@ from pi_server.server import background, errors, notify, params
 from pi_server.server.host import Host
 from pi_server.server.results import AbortResult, PromptResult, WriteResult
 from pi_server.server.rpc import pi_method
+from pi_server.store.names import to_wire
 
 log = logging.getLogger("pi_server")
 
@@ -104,7 +105,7 @@ async def prompt(ls: Host, p: params.Prompt) -> PromptResult:
     ls.registry.turns[live.path] = turn
     ls.tasks[:] = [t for t in ls.tasks if not t.done()]
     ls.tasks.append(asyncio.ensure_future(_run(ls, live, turn, user)))
-    return PromptResult(turn_id=turn_id, session=live.path)
+    return PromptResult(turn_id=turn_id, session=to_wire(live.path))
 
 
 @pi_method("pi/abort", params.Abort)
@@ -161,7 +162,7 @@ def _hooks(ls: Host, live: LiveSession, turn_id: str) -> Hooks:
         await background.flush_session(ls, live.path, force=True)
 
     async def execute_remote(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        req = {"session": live.path, "toolCallId": call_id, "name": name, "arguments": args}
+        req = {"session": to_wire(live.path), "toolCallId": call_id, "name": name, "arguments": args}
         return await ls.request("pi/executeTool", req)
 
     async def omit(entry_id: str) -> None:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import bisect
+import time
+from collections.abc import Generator
+from functools import partial
 from typing import Any
 
 from lsprotocol import types as lsp
-from pygls.uris import to_fs_path
 
+from pi_server.live.registry import STEP_S
 from pi_server.live.session import LiveSession
-from pi_server.server import errors
+from pi_server.server import errors, wire
 from pi_server.server.base import PiServer
 from pi_server.server.rpc import lsp_feature
 from pi_server.store.index import SessionIndex
+from pi_server.store.names import from_wire
 from pi_server.store.records import F_ASSISTANT_TEXT
 from pi_server.tree import titles
 from pi_server.tree.paths import tree_diagnostics
@@ -58,8 +62,8 @@ def _line_range(line: int, length_chars: int = 0) -> lsp.Range:
 
 
 async def _live_for(ls: PiServer, uri: str) -> LiveSession | None:
-    path = to_fs_path(uri)
-    if ls.registry is None or path is None or not path.endswith(".jsonl"):
+    path = from_wire(uri) if uri.startswith("file:") else None  # byte for byte: names not UTF-8 too
+    if ls.registry is None or path is None or path.startswith("file:") or not path.endswith(".jsonl"):
         return None
     try:
         return await ls.core(ls.registry.get, path)
@@ -89,10 +93,15 @@ async def did_save(ls: PiServer, p: lsp.DidSaveTextDocumentParams) -> None:
 
 
 @lsp_feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-async def document_symbol(ls: PiServer, p: lsp.DocumentSymbolParams) -> list[dict[str, Any]]:
+async def document_symbol(ls: PiServer, p: lsp.DocumentSymbolParams) -> list[dict[str, Any]] | wire.Encoded:
     """The tree as an outline."""
     live = await _live_for(ls, p.text_document.uri)
-    return [] if live is None else await ls.core(symbols, live)
+    if live is None:
+        return []
+    # in steps: a hub of 50,000 children or a 10,000-symbol outline never holds the worker;
+    # encoded by msgspec, as the pi/* answers are (pygls's converter took seconds on 10,000,
+    # on the event loop every other request waits on)
+    return wire.encode(await ls.core_steps(partial(symbol_steps, ls.registry), live.path))
 
 
 @lsp_feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -130,46 +139,59 @@ MAX_SYMBOL_DEPTH = 64
 # At most this many symbols, the first in /tree order (the active branch first): an outline
 # of more is not read by anyone, and its cost grows with it (20,000 symbols: ~1 s to build).
 MAX_SYMBOLS = 10_000
+SYMBOL_CHUNK = 200  # entries titled per read of the file
 
 
-def symbols(live: LiveSession) -> list[dict[str, Any]]:
+def symbol_steps(registry: Any, path: str) -> Generator[None, None, list[dict[str, Any]]]:
+    """The outline of the session at `path` in steps of about STEP_S seconds, for `core_steps`."""
+    return (yield from _symbols(registry.get(path)))
+
+
+def _symbols(live: LiveSession) -> Generator[None, None, list[dict[str, Any]]]:
     """The tree outline: one symbol per entry, children nested under branch points.
 
     Plain LSP `DocumentSymbol` JSON (no per-field validation: 20,000 entries cost ~0.3 s),
     built in one pass over the pre-order, nesting capped at `MAX_SYMBOL_DEPTH`, at most
-    `MAX_SYMBOLS` of them."""
+    `MAX_SYMBOLS` of them; linear in them (a branch point's children are not listed per
+    child). Positions stay valid between steps: a file only grows, or is a new index."""
     idx = live.index
     lines, types, ids, roles = idx.lines, idx.types, idx.ids, idx.roles
     tree = live.outline.tree
     order, _ = live.outline.flat(idx.by_id.get(live.leaf_id) if live.leaf_id else None)
     order = order[:MAX_SYMBOLS]  # a pre-order: every kept entry's parent is kept
-    title = outline_titles(idx, order)
     made: dict[int, dict[str, Any]] = {}
     roots: list[dict[str, Any]] = []
     # where an entry's symbol goes and at what depth: a chain stays at its parent's level
     container: dict[int, tuple[list, int]] = {}
-    for pos in order:
-        rng = {"start": {"line": lines[pos], "character": 0}, "end": {"line": lines[pos], "character": 0}}
-        sym = {
-            "name": str(title[pos] or types[pos] or "entry")[:120],
-            "detail": f"{types[pos]} · {ids[pos]}",
-            "kind": _kind(types[pos], roles[pos]).value,
-            "range": rng,
-            "selectionRange": rng,
-            "children": [],
-        }
-        made[pos] = sym
-        parent = tree.parent[pos]
-        if parent == -1:
-            where = (roots, 0)
-        else:
-            up, depth = container[parent]
-            if len(tree.children.get(parent, ())) > 1 and depth < MAX_SYMBOL_DEPTH:
-                where = (made[parent]["children"], depth + 1)
+    t0 = time.monotonic()
+    for start in range(0, len(order), SYMBOL_CHUNK):
+        chunk = order[start : start + SYMBOL_CHUNK]
+        title = outline_titles(idx, chunk)
+        for pos in chunk:
+            rng = {"start": {"line": lines[pos], "character": 0}, "end": {"line": lines[pos], "character": 0}}
+            sym = {
+                "name": str(title[pos] or types[pos] or "entry")[:120],
+                "detail": f"{types[pos]} · {ids[pos]}",
+                "kind": _kind(types[pos], roles[pos]).value,
+                "range": rng,
+                "selectionRange": rng,
+                "children": [],
+            }
+            made[pos] = sym
+            parent = tree.parent[pos]
+            if parent == -1:
+                where = (roots, 0)
             else:
-                where = (up, depth)
-        container[pos] = where
-        where[0].append(sym)
+                up, depth = container[parent]
+                if tree.children.several(parent) and depth < MAX_SYMBOL_DEPTH:
+                    where = (made[parent]["children"], depth + 1)
+                else:
+                    where = (up, depth)
+            container[pos] = where
+            where[0].append(sym)
+        if time.monotonic() - t0 > STEP_S:
+            yield
+            t0 = time.monotonic()
     return roots
 
 

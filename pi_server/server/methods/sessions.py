@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_server.server import bulk, params
+from pi_server.server import bulk, offcore, params
 from pi_server.server.host import Host
 from pi_server.server.rpc import pi_method
 
@@ -49,6 +49,11 @@ async def build_context(ls: Host, p: params.BuildContext) -> Any:
     def run() -> Any:
         live = ls.registry.get(p.session)
         leaf, before = live.read_at(p.leafId)
-        return context_result(live.index, leaf, before_first=before, fmt=p.format)
+        if len(live.index) < offcore.LONG_ENTRIES:
+            return context_result(live.index, leaf, before_first=before, fmt=p.format)
+        return (live.path, leaf if leaf is not None or before else live.index.last_id, before)
 
-    return await ls.core(run)
+    got = await ls.core(run)
+    if type(got) is not tuple:
+        return got
+    return await offcore.run(offcore.context, str(ls.registry.state.root), tuple(ls.registry.roots), *got, p.format)

@@ -10,6 +10,7 @@ from pi_server.llm.models import anthropic_model
 from pi_server.server.host import Host
 from pi_server.server.params import UNSET, Params, UnsetType
 from pi_server.server.rpc import pi_method
+from pi_server.store.names import to_wire
 from pi_server.tree.paths import path_to
 
 
@@ -31,6 +32,6 @@ async def get_session_stats(ls: Host, p: GetSessionStats) -> Any:
         path = [] if leaf is None else [entries[i] for i in path_to(idx, live.entry_pos(leaf))]
         window = anthropic_model(replay(path).model).context_window
         sid = idx.header.id if idx.header else None
-        return session_stats(live.path, sid, entries, path, window)
+        return session_stats(to_wire(live.path), sid, entries, path, window)
 
     return await ls.core(run)

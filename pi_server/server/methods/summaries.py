@@ -7,10 +7,12 @@ from typing import Any
 from pi_server import summaries
 from pi_server.context.settings import settings_at
 from pi_server.live import ops
-from pi_server.server import errors, notify, params
+from pi_server.live.errors import EntryNotFound
+from pi_server.server import errors, notify, offcore, params
 from pi_server.server.host import Host
 from pi_server.server.results import CompactResult
 from pi_server.server.rpc import pi_method
+from pi_server.store.index import SessionIndex
 from pi_server.summaries.client import SummaryError
 from pi_server.summaries.compaction import prepare_compaction
 from pi_server.tree.paths import path_to
@@ -62,6 +64,26 @@ async def branch_summary(
         ls.end_progress(token)
 
 
+def _prepare(ls: Host, idx: SessionIndex, leaf: str) -> tuple[Any, Any, str]:
+    """pi's prepareCompaction at `leaf` (any thread: it only reads `idx`)."""
+    path = idx.read_entries(path_to(idx, idx.by_id[leaf]))
+    settings = settings_at(idx, leaf)
+    model = summaries.summary_model(settings.model, ls.settings.summary.model)
+    session_model = settings.model or {"provider": model.provider, "modelId": model.id}
+    _, keep = ls.settings.compaction.for_model(str(session_model.get("provider")), str(session_model.get("modelId")))
+    prep = prepare_compaction(path, keep)
+    if prep is None and path and path[-1].get("type") == "compaction":
+        raise errors.NothingToCompact("Already compacted")
+    return prep, model, settings.thinking_level
+
+
+def _prepare_private(ls: Host, state_root: str, path: str, leaf: str) -> tuple[Any, Any, str]:
+    idx = offcore.private_index(state_root, path, tuple(ls.registry.roots))
+    if leaf not in idx.by_id:
+        raise EntryNotFound(f"no entry {leaf} in {path}")  # the file was rewritten meanwhile
+    return _prepare(ls, idx, leaf)
+
+
 @pi_method("pi/compact", params.Compact)
 async def compact(ls: Host, p: params.Compact) -> CompactResult:
     """pi's compaction at the session's leaf; queued while a turn runs."""
@@ -70,20 +92,15 @@ async def compact(ls: Host, p: params.Compact) -> CompactResult:
         live = ls.registry.get(p.session)
         leaf = live.leaf_id
         if leaf is None:
-            return live, None, None, None
-        path = live.index.read_entries(path_to(live.index, live.index.by_id[leaf]))
-        settings = settings_at(live.index, leaf)
-        model = summaries.summary_model(settings.model, ls.settings.summary.model)
-        session_model = settings.model or {"provider": model.provider, "modelId": model.id}
-        _, keep = ls.settings.compaction.for_model(
-            str(session_model.get("provider")), str(session_model.get("modelId"))
-        )
-        prep = prepare_compaction(path, keep)
-        if prep is None and path and path[-1].get("type") == "compaction":
-            raise errors.NothingToCompact("Already compacted")
-        return live, prep, model, settings.thinking_level
+            return live, None
+        if len(live.index) >= offcore.LONG_ENTRIES:
+            return live, leaf
+        return live, _prepare(ls, live.index, leaf)
 
-    live, prep, model, thinking = await ls.core(prepare)
+    live, got = await ls.core(prepare)
+    if type(got) is str:
+        got = await offcore.run(_prepare_private, ls, str(ls.registry.state.root), live.path, got)
+    prep, model, thinking = got if got is not None else (None, None, None)
     if prep is None:
         raise errors.NothingToCompact("Nothing to compact (session too small)")
     token = await ls.begin_progress("Compacting session")

@@ -14,6 +14,7 @@ from pi_server.server.host import Host
 from pi_server.server.methods.summaries import branch_summary
 from pi_server.server.results import ForkResult, SwitchResult, WriteResult
 from pi_server.server.rpc import pi_method
+from pi_server.store.names import to_wire
 
 
 @pi_method("pi/switchBranch", params.SwitchBranch)
@@ -74,4 +75,4 @@ async def fork(ls: Host, p: params.Fork) -> ForkResult:
     def run() -> str:
         return ls.registry.fork(ls.registry.get(p.session), p.leafId)
 
-    return ForkResult(session=await ls.core(run))
+    return ForkResult(session=to_wire(await ls.core(run)))

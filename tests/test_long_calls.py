@@ -1,0 +1,119 @@
+"""Long calls on one session never hold up another session's requests: two real TCP clients
+of one real server, one asking for a slow answer, the other timing small `pi/getTree`s
+meanwhile."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tcp_peer import Peer, Server
+
+TS = "2025-01-01T00:00:00.000Z"
+# a small request's bound while a long call runs: generous for a loaded 2-core machine,
+# far below the seconds a long call held the worker
+SMALL_BOUND = 1.5
+
+
+def _header() -> str:
+    return json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": TS, "cwd": "/x"})
+
+
+def _user(eid: str, parent: str | None, text: str) -> str:
+    msg = {"role": "user", "content": text, "timestamp": 1}
+    return json.dumps({"type": "message", "id": eid, "parentId": parent, "timestamp": TS, "message": msg})
+
+
+def _hub(path: Path, n: int) -> None:
+    """One entry with `n` children."""
+    lines = [_header(), _user("root0000", None, "hub")]
+    lines += [_user(f"c{i:07d}", "root0000", f"child {i}") for i in range(n)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _chain(path: Path, n: int) -> None:
+    """`n` entries in one chain, user messages and a closing reply (so the session is not busy)."""
+    with open(path, "w") as f:
+        f.write(_header() + "\n")
+        prev = None
+        for i in range(n - 1):
+            eid = f"{i:08x}"
+            f.write(_user(eid, prev, f"message {i}") + "\n")
+            prev = eid
+        reply = {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "stopReason": "stop", "timestamp": 1}
+        last = {"type": "message", "id": f"{n - 1:08x}", "parentId": prev, "timestamp": TS, "message": reply}
+        f.write(json.dumps(last) + "\n")
+
+
+def _store(tmp: Path, make: Any, n: int) -> tuple[Server, Path, Path]:
+    folder = tmp / "tcp-sessions" / "--x--"
+    folder.mkdir(parents=True)
+    big, small = folder / "big.jsonl", folder / "small.jsonl"
+    make(big, n)
+    _chain(small, 20)
+    return Server(tmp), big, small
+
+
+def _while_running(srv: Server, big: Path, small: Path, method: str, params: dict[str, Any]) -> tuple[Any, float, list]:
+    """(the long call's reply, its time, the small getTrees' times while it ran)."""
+    a, b = Peer(srv.port, timeout=60), Peer(srv.port, timeout=60)
+    a.initialize()
+    b.initialize()
+    a.request(2, "pi/getTree", {"session": str(big), "limit": 5})  # indexed before the clock starts
+    assert "result" in (a.reply(2) or {})
+    b.request(2, "pi/getTree", {"session": str(small), "limit": 5})
+    assert "result" in (b.reply(2) or {})
+    got: dict[str, Any] = {}
+
+    def long_call() -> None:
+        t0 = time.monotonic()
+        a.request(3, method, params)
+        got["reply"] = a.reply(3)
+        got["took"] = time.monotonic() - t0
+
+    thread = threading.Thread(target=long_call)
+    thread.start()
+    waits, i = [], 10
+    while thread.is_alive():
+        t0 = time.monotonic()
+        b.request(i, "pi/getTree", {"session": str(small), "limit": 5})
+        assert "result" in (b.reply(i) or {})
+        waits.append(time.monotonic() - t0)
+        i += 1
+        time.sleep(0.02)
+    thread.join()
+    a.close()
+    b.close()
+    return got["reply"], got["took"], waits
+
+
+def test_outline_of_a_hub_of_50000_children_is_linear_and_never_holds_the_worker(tmp_path: Path) -> None:
+    srv, big, small = _store(tmp_path, _hub, 50_000)
+    try:
+        params = {"textDocument": {"uri": big.as_uri()}}
+        reply, took, waits = _while_running(srv, big, small, "textDocument/documentSymbol", params)
+    finally:
+        srv.close()
+    hub = reply["result"]
+    assert [s["detail"] for s in hub] == ["message · root0000"]
+    assert len(hub[0]["children"]) == 9_999  # the first 10,000 symbols: the hub and its first children
+    assert took < 20, took
+    assert waits and max(waits) < SMALL_BOUND, waits
+
+
+def test_context_and_compaction_of_a_large_chain_leave_the_worker_to_others(tmp_path: Path) -> None:
+    srv, big, small = _store(tmp_path, _chain, 150_000)
+    try:
+        reply, took, waits = _while_running(srv, big, small, "pi/buildContext", {"session": str(big)})
+        ctx = reply["result"]
+        assert len(ctx["messages"]) == 150_000 and ctx["entryIds"][-1] == ctx["leafId"] == f"{149_999:08x}"
+        assert waits and max(waits) < SMALL_BOUND, ("context", took, waits)
+        reply, took, waits = _while_running(srv, big, small, "pi/compact", {"session": str(big)})
+        done = reply["result"]
+        assert done["queued"] is False and done["tokensBefore"] > 0 and done["firstKeptEntryId"] in big.read_text()
+        assert waits and max(waits) < SMALL_BOUND, ("compact", took, waits)
+    finally:
+        srv.close()
