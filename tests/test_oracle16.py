@@ -113,7 +113,7 @@ def test_anthropic_body_equals_pi16(oracle16: dict[str, Any], model_id: str) -> 
             bad.append((where, "model unknown"))
             continue
         ids = [str(i) for i in range(len(ctx["llm"]))]
-        body, _ = request_body(ctx["llm"], ids, model, ctx["thinkingLevel"], merge=False)
+        body, _ = request_body(ctx["llm"], ids, model, ctx["thinkingLevel"])
         for key in sorted(set(body) | set(pi["body"])):
             if body.get(key) != pi["body"].get(key):
                 bad.append((where, key))

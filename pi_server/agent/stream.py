@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pi_server.llm.client import error_text, redact, stream_events
+from pi_server.llm.cost import calculate_cost
 from pi_server.llm.models import ANTHROPIC, Cost
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
@@ -42,22 +43,14 @@ def empty_message(model_id: str) -> dict[str, Any]:
             "cacheWrite": 0,
             "totalTokens": 0,
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0, "totalFromProvider": False},
-            "cacheWrite1h": 0,  # pi-ai 1.6.0 splits out one-hour cache writes; short retention writes none
+            "cacheWrite1h": 0,  # pi-ai 1.6.0 splits out one-hour cache writes
         },
         "stopReason": "stop",
         "timestamp": int(time.time() * 1000),
     }
 
 
-def _cost(model_id: str, usage: dict[str, Any]) -> None:
-    prices = ANTHROPIC[model_id].cost if model_id in ANTHROPIC else Cost()  # an unknown model costs nothing
-    cost = usage["cost"]
-    for k in ("input", "output", "cacheRead", "cacheWrite"):
-        cost[k] = prices.per_million(k) / 1_000_000 * usage[k]
-    cost["total"] = cost["input"] + cost["output"] + cost["cacheRead"] + cost["cacheWrite"]
-
-
-def _usage(out: dict[str, Any], u: Any, model_id: str) -> None:
+def _usage(out: dict[str, Any], u: Any, model_id: str, start: bool = False) -> None:
     usage = out["usage"]
     for src, dst in (
         ("input_tokens", "input"),
@@ -68,8 +61,13 @@ def _usage(out: dict[str, Any], u: Any, model_id: str) -> None:
         v = getattr(u, src, None)
         if v is not None:
             usage[dst] = v
+    # message_start always says how many writes were one-hour ones; a delta only when it knows
+    long_write = getattr(getattr(u, "cache_creation", None), "ephemeral_1h_input_tokens", None)
+    if long_write is not None or start:
+        usage["cacheWrite1h"] = long_write or 0
     usage["totalTokens"] = usage["input"] + usage["output"] + usage["cacheRead"] + usage["cacheWrite"]
-    _cost(model_id, usage)
+    # an unknown model costs nothing
+    calculate_cost(ANTHROPIC[model_id].cost if model_id in ANTHROPIC else Cost(), usage)
 
 
 def _parse_json(s: str) -> Any:
@@ -110,7 +108,7 @@ async def _on_event(ev: Any, out: dict[str, Any], emit: Emit) -> None:
     t = ev.type
     if t == "message_start":
         out["responseId"] = ev.message.id
-        _usage(out, ev.message.usage, out["model"])
+        _usage(out, ev.message.usage, out["model"], start=True)
     elif t == "content_block_start":
         await _block_start(ev, out, emit)
     elif t == "content_block_delta":
