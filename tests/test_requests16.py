@@ -1,13 +1,15 @@
 """Every request pi-server sends to Anthropic equals pi 1.6.0's, on every model of the table at
-every thinking level: branch summaries and both compaction passes (history and split turn).
-pi 1.6.0's own generateBranchSummary and compact run against the loopback fake first; then
-pi-server's against the same fake; the recorded bodies and beta headers are compared as sent.
-Nothing is normalised: the prompts are built from the same file, so the bodies are the same
-bytes' worth of JSON (key order aside, which each SDK sets its own way)."""
+every thinking level: branch summaries, both compaction passes (history and split turn) and
+agent turns. pi 1.6.0's own generateBranchSummary, compact and AgentSession (setModel,
+setThinkingLevel, prompt) run against the loopback fake first; then pi-server's against the same
+fake (turns: the body a turn sends, from the session file pi wrote, at each prompt). The recorded
+bodies and beta headers are compared as sent. Nothing is normalised: the prompts come from the
+same files, so the bodies are the same JSON (key order aside, which each SDK sets its own way)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +17,13 @@ import pytest
 from conftest import ROOT, run_oracle
 from fake_anthropic import FakeAnthropic
 
-from pi_server.llm.models import ANTHROPIC
+from pi_server.agent.turn import Hooks, Snapshot, Turn
+from pi_server.llm.formats import context_result
+from pi_server.llm.models import ANTHROPIC, anthropic_model
 from pi_server.store.index import SessionIndex
 from pi_server.summaries import service
 from pi_server.summaries.compaction import prepare_compaction
+from pi_server.summaries.prompts import SUMMARIZATION_SYSTEM_PROMPT
 from pi_server.tree.paths import path_to
 
 KEY = "sk-ant-test-0123456789abcdef"
@@ -38,18 +43,38 @@ def pi_requests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     file = tmp_path_factory.mktemp("requests16") / FILE.name
     file.write_bytes(FILE.read_bytes())
     idx = SessionIndex.open(str(file))
+    home = file.parent / "home"
+    for d in ("project", "home/agent", "sessions"):
+        (file.parent / d).mkdir(parents=True)
+    (home / "agent" / "auth.json").write_text(json.dumps({"anthropic": {"type": "api_key", "key": KEY}}))
+    # a small kept tail, so /compact after the prompts has something to summarize
+    (home / "agent" / "settings.json").write_text(json.dumps({"compaction": {"keepRecentTokens": 10}}))
     spec = {
         "cases": CASES,
         "branch": {"from": idx.ids[-1], "to": idx.ids[1]},
         "compaction": {"leaf": LEAF, "keep": KEEP},
+        "turns": {
+            "cwd": str(file.parent / "project"),
+            "agentDir": str(home / "agent"),
+            "sessionDir": str(file.parent / "sessions"),
+            "text": "Say hi.",
+        },
     }
     with FakeAnthropic() as fake:
         pi = run_oracle("requests16.mjs", str(file), fake.url, spec, pi16=True)
         sent = _sent(fake)
     n = len(CASES)
-    # in order: one branch summary per case, then per case the history and the turn prefix
-    assert len(sent) == 3 * n
-    return {"file": file, "pi": pi, "branchSent": sent[:n], "compactionSent": sent[n:]}
+    # in order: one branch summary per case, then per case the history and the turn prefix, then
+    # the turns (the session's own compaction among them: pi's summarization prompt as its system)
+    turns = [r for r in sent[3 * n :] if r["body"].get("system", [{}])[0].get("text") != SUMMARIZATION_SYSTEM_PROMPT]
+    assert len(sent) > 4 * n + 2 and len(turns) == n + 2
+    return {
+        "file": file,
+        "pi": pi,
+        "branchSent": sent[:n],
+        "compactionSent": sent[n : 3 * n],
+        "turnSent": turns,
+    }
 
 
 def _report(bad: list[tuple[Any, ...]], n: int) -> str:
@@ -106,6 +131,43 @@ def test_compaction_requests_equal_pi16(pi_requests: dict[str, Any], monkeypatch
         model_id, level = CASES[n // 2]
         bad += [(model_id, level, ("history", "prefix")[n % 2], p) for p in ("body", "beta") if got[p] != theirs[p]]
     assert not bad, _report(bad, 2 * len(CASES))
+
+
+def _turn_body(idx: SessionIndex, user_id: str) -> dict[str, Any]:
+    """What a turn prompted at the leaf before `user_id` sends: pi/prompt's snapshot of the file
+    there, the user message, and the turn's own body."""
+    entry = idx.read_entry(idx.by_id[user_id])
+    ctx = context_result(idx, entry["parentId"], fmt="llm")
+    snap = Snapshot(ctx["messages"], anthropic_model(ctx["model"]), ctx["thinkingLevel"] or "off", [], None, "")
+    turn = Turn("t", snap, KEY, Hooks(_unused, _unused, _unused, _unused, _unused))
+    turn.messages.append(entry["message"])
+    return turn.body()
+
+
+def _unused(*_: Any) -> Any:
+    raise AssertionError("building a body calls no hook")
+
+
+def test_turn_requests_equal_pi16(pi_requests: dict[str, Any], monkeypatch) -> None:
+    monkeypatch.delenv("PI_CACHE_RETENTION", raising=False)
+    turns = pi_requests["pi"]["turns"]
+    idx = SessionIndex.open(turns["file"])
+    assert [(t["model"], t["thinking"]) for t in turns["prompts"]] == [*CASES, CASES[-1], CASES[-1]]
+    bad = []
+    for t, theirs in zip(turns["prompts"], pi_requests["turnSent"], strict=True):
+        body = _turn_body(idx, t["userId"])
+        beta = ",".join(body.pop("betas", [])) or None
+        bad += [
+            (t["model"], t["thinking"], p)
+            for p, ok in (("body", body == theirs["body"]), ("beta", beta == theirs["beta"]))
+            if not ok
+        ]
+    assert not bad, _report(bad, len(CASES) + 2)
+    # after the branch summary, the summary and the prompt go out as two user messages
+    roles = [m["role"] for m in pi_requests["turnSent"][-1]["body"]["messages"]]
+    assert any(a == b == "user" for a, b in zip(roles, roles[1:], strict=False)), roles
+    # pi clamps a level the model lacks ("off" on claude-fable-5 is "minimal")
+    assert any(t["effective"] != t["thinking"] for t in turns["prompts"])
 
 
 def test_cases_cover_the_table() -> None:
