@@ -19,6 +19,8 @@ from pi_server.summaries.client import complete_with_usage, request_body
 
 KEY = "sk-ant-test-0123456789abcdef"
 MODELS = sorted(ANTHROPIC)
+# each model answers twice: a small request, then one past claude-haiku-5-5's price tier
+ANSWERS = [(m, big) for m in MODELS for big in (False, True)]
 START_USAGE = {
     "input_tokens": 100,
     "output_tokens": 1,
@@ -32,9 +34,10 @@ def _ev(kind: str, data: dict[str, Any]) -> bytes:
     return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
 
 
-def _reply(model_id: str) -> tuple[str, list[bytes]]:
+def _reply(model_id: str, big: bool) -> tuple[str, list[bytes]]:
     start = {"id": "msg_1", "type": "message", "role": "assistant", "model": model_id, "content": []}
-    start |= {"stop_reason": None, "stop_sequence": None, "usage": START_USAGE}
+    usage = {**START_USAGE, "input_tokens": 150000} if big else START_USAGE
+    start |= {"stop_reason": None, "stop_sequence": None, "usage": usage}
     text = {"type": "text_delta", "text": "## Goal\nA canned answer."}
     return (
         "sse",
@@ -54,10 +57,10 @@ def _reply(model_id: str) -> tuple[str, list[bytes]]:
 
 @pytest.fixture(scope="module")
 def pi_usage() -> dict[str, Any]:
-    with FakeAnthropic([_reply(m) for m in MODELS]) as fake:
-        got = run_oracle("cost16.mjs", fake.url, MODELS, pi16=True)
-    assert [g["model"] for g in got] == MODELS and all(g["stopReason"] == "stop" for g in got), got[0]
-    return {g["model"]: g["usage"] for g in got}
+    with FakeAnthropic([_reply(*a) for a in ANSWERS]) as fake:
+        got = run_oracle("cost16.mjs", fake.url, [m for m, _ in ANSWERS], pi16=True)
+    assert [g["model"] for g in got] == [m for m, _ in ANSWERS] and all(g["stopReason"] == "stop" for g in got)
+    return {a: g["usage"] for a, g in zip(ANSWERS, got, strict=True)}
 
 
 def test_turn_usage_equals_pi16(pi_usage: dict[str, Any], monkeypatch) -> None:
@@ -67,33 +70,35 @@ def test_turn_usage_equals_pi16(pi_usage: dict[str, Any], monkeypatch) -> None:
     async def turns(url: str) -> dict[str, Any]:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
         out = {}
-        for m in MODELS:
+        for m, big in ANSWERS:
             msg = empty_message(m)
             await call_model(
                 {"model": m, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 10}, KEY, msg, emit
             )
             assert msg["stopReason"] == "stop", msg.get("errorMessage")
-            out[m] = msg["usage"]
+            out[(m, big)] = msg["usage"]
         return out
 
-    with FakeAnthropic([_reply(m) for m in MODELS]) as fake:
+    with FakeAnthropic([_reply(*a) for a in ANSWERS]) as fake:
         ours = asyncio.run(turns(fake.url))
     assert ours == pi_usage
     # the hour-long writes cost twice the input price, the rest the cache-write price
     opus = ANTHROPIC["claude-opus-5"].cost
-    assert ours["claude-opus-5"]["cost"]["cacheWrite"] == (opus.cache_write * 400 + opus.input * 2 * 600) / 1e6
+    assert ours[("claude-opus-5", False)]["cost"]["cacheWrite"] == (opus.cache_write * 400 + opus.input * 2 * 600) / 1e6
 
 
 def test_summary_usage_equals_pi16(pi_usage: dict[str, Any]) -> None:
     async def summaries(url: str) -> dict[str, Any]:
         out = {}
-        for m in MODELS:
+        for m, big in ANSWERS:
             model = ANTHROPIC[m]
-            _, out[m] = await complete_with_usage(request_body(model, "hi"), KEY, model=model, base_url=url)
+            _, out[(m, big)] = await complete_with_usage(request_body(model, "hi"), KEY, model=model, base_url=url)
         return out
 
-    with FakeAnthropic([_reply(m) for m in MODELS]) as fake:
+    with FakeAnthropic([_reply(*a) for a in ANSWERS]) as fake:
         assert asyncio.run(summaries(fake.url)) == pi_usage
+    tiered = pi_usage[("claude-haiku-5-5", True)]["cost"]["input"]
+    assert tiered == 0.5 * 150000 / 1e6  # past 100,000 input tokens claude-haiku-5-5 costs more
 
 
 def test_cost_without_hour_long_writes() -> None:

@@ -24,9 +24,10 @@ def usage_from(u: Any) -> dict[str, Any]:
 
 
 def calculate_cost(prices: Cost, usage: dict[str, Any]) -> dict[str, Any]:
-    """Fill in and return `usage["cost"]` (dollars). Anthropic charges one-hour cache writes
-    at twice the input price; the rest of the writes at the cache-write price."""
-    rate = prices.per_million
+    """Fill in and return `usage["cost"]` (dollars), at the prices of the request's input tier.
+    Anthropic charges one-hour cache writes at twice the input price; the rest of the writes at
+    the cache-write price."""
+    rate = prices.for_input(usage["input"] + usage["cacheRead"] + usage["cacheWrite"]).per_million
     long_write = usage.get("cacheWrite1h") or 0
     short_write = usage["cacheWrite"] - long_write
     cost = usage.setdefault("cost", {})
