@@ -148,10 +148,14 @@ def cmd_tree(args: argparse.Namespace) -> int:
 
 def cmd_context(args: argparse.Namespace) -> int:
     from pi_server.llm.formats import context_result
+    from pi_server.llm.strict_schema import StrictRequired
 
     idx = _open(args.file)
     leaf, before = (None, True) if args.before_first else _current_leaf(idx, args)
-    _dump(context_result(idx, leaf, before_first=before, fmt=args.format))
+    try:
+        _dump(context_result(idx, leaf, before_first=before, fmt=args.format))
+    except StrictRequired as e:  # pi-ai refuses to build this request
+        raise CliError(f"--format {args.format}: {e}") from None
     return 0
 
 

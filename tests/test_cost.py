@@ -72,9 +72,8 @@ def test_turn_usage_equals_pi16(pi_usage: dict[str, Any], monkeypatch) -> None:
         out = {}
         for m, big in ANSWERS:
             msg = empty_message(m)
-            await call_model(
-                {"model": m, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 10}, KEY, msg, emit
-            )
+            body = {"model": m, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 10}
+            await call_model(lambda b=body: b, KEY, msg, emit)
             assert msg["stopReason"] == "stop", msg.get("errorMessage")
             out[(m, big)] = msg["usage"]
         return out

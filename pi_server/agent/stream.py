@@ -86,11 +86,15 @@ def strip_scratch(out: dict[str, Any]) -> None:
         b.pop("partialJson", None)
 
 
-async def call_model(body: dict[str, Any], key: str, out: dict[str, Any], emit: Emit, timeout: float = 600.0) -> None:
-    """Stream `body` into `out` (pi's AssistantMessage, filled in place so an abort keeps the partial)."""
+async def call_model(
+    body: Callable[[], dict[str, Any]], key: str, out: dict[str, Any], emit: Emit, timeout: float = 600.0
+) -> None:
+    """Stream the request `body()` builds into `out` (pi's AssistantMessage, filled in place so an
+    abort keeps the partial). As in pi-ai, a request refused while being built is a failed answer."""
     try:
+        params = body()
         # no SDK retries: the turn retries as pi's AgentSession does
-        async with stream_events(body, key, timeout=timeout, max_retries=0) as stream:
+        async with stream_events(params, key, timeout=timeout, max_retries=0) as stream:
             await emit({"type": "start", "partial": out})
             async for ev in stream:
                 await _on_event(ev, out, emit)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_server.server import bulk, params
+from pi_server.server import bulk, errors, params
 from pi_server.server.host import Host
 from pi_server.server.rpc import pi_method
 
@@ -47,6 +47,7 @@ async def get_entry(ls: Host, p: params.GetEntry) -> Any:
 async def build_context(ls: Host, p: params.BuildContext) -> Any:
     """The context pi would send at a leaf (default: the session's leaf), in one of four formats."""
     from pi_server.llm.formats import context_result
+    from pi_server.llm.strict_schema import StrictRequired
 
     def run() -> Any:
         live = ls.registry.get(p.session)
@@ -56,6 +57,9 @@ async def build_context(ls: Host, p: params.BuildContext) -> Any:
             leaf, before = p.leafId, p.leafId is None
         if leaf is not None:
             ls.registry.entry_pos(live, leaf)
-        return context_result(live.index, leaf, before_first=before, fmt=p.format)
+        try:
+            return context_result(live.index, leaf, before_first=before, fmt=p.format)
+        except StrictRequired as e:  # pi-ai refuses to build this request
+            raise errors.InvalidParams(f"format {p.format}: {e}") from None
 
     return await ls.core(run)
