@@ -19,7 +19,7 @@ from fake_anthropic import FakeAnthropic
 
 from pi_server.agent.turn import Hooks, Snapshot, Turn
 from pi_server.llm.formats import context_result
-from pi_server.llm.models import ANTHROPIC, anthropic_model
+from pi_server.llm.models import ANTHROPIC, anthropic_model, clamp_thinking_level
 from pi_server.store.index import SessionIndex
 from pi_server.summaries import service
 from pi_server.summaries.compaction import prepare_compaction
@@ -166,8 +166,10 @@ def test_turn_requests_equal_pi16(pi_requests: dict[str, Any], monkeypatch) -> N
     # after the branch summary, the summary and the prompt go out as two user messages
     roles = [m["role"] for m in pi_requests["turnSent"][-1]["body"]["messages"]]
     assert any(a == b == "user" for a, b in zip(roles, roles[1:], strict=False)), roles
-    # pi clamps a level the model lacks ("off" on claude-fable-5 is "minimal")
+    # pi clamps a level the model lacks ("off" on claude-fable-5 is "minimal"), and so do we
     assert any(t["effective"] != t["thinking"] for t in turns["prompts"])
+    for t in turns["prompts"]:
+        assert clamp_thinking_level(ANTHROPIC[t["model"]], t["thinking"]) == t["effective"], t
 
 
 def test_cases_cover_the_table() -> None:

@@ -174,6 +174,36 @@ ANTHROPIC: dict[str, ModelInfo] = {
 
 DEFAULT_ANTHROPIC = "claude-sonnet-4-5"
 
+_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+
+
+def supported_levels(model: ModelInfo) -> list[str]:
+    """pi-ai's getSupportedThinkingLevels: a level mapped to null is out; xhigh and max only when mapped."""
+    if not model.reasoning:
+        return ["off"]
+    levels = model.thinking_level_map
+    return [
+        lv
+        for lv in _LEVELS
+        if not (lv in levels and levels[lv] is None) and (lv not in ("xhigh", "max") or levels.get(lv) is not None)
+    ]
+
+
+def clamp_thinking_level(model: ModelInfo, level: str) -> str:
+    """pi-ai's clampThinkingLevel: the level when the model has it, else the next one up it has,
+    else the next one down (the level pi's AgentSession runs a session at, and records)."""
+    available = supported_levels(model)
+    if level in available:
+        return level
+    if level not in _LEVELS:
+        return available[0] if available else "off"
+    at = _LEVELS.index(level)
+    for candidate in (*_LEVELS[at:], *reversed(_LEVELS[:at])):
+        if candidate in available:
+            return candidate
+    return available[0] if available else "off"
+
+
 OPENAI_DEFAULT = ModelInfo("gpt-4o", "openai", "openai-completions", 16384, 128000, False, True)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from pi_server import summaries
 from pi_server.context.settings import settings_at
 from pi_server.live import ops
+from pi_server.llm.models import clamp_thinking_level
 from pi_server.server import errors, notify, params
 from pi_server.server.host import Host
 from pi_server.server.results import CompactResult
@@ -50,7 +51,8 @@ async def branch_summary(
         settings = settings_at(live.index, start)
         model = summaries.summary_model(settings.model, ls.settings.summary.model)
         req, entries = summaries.prepare(live.index, start, target, model, custom, replace)
-        return req, entries, model, settings.thinking_level
+        # at the level pi's session runs at: clamped to what the model has
+        return req, entries, model, clamp_thinking_level(model, settings.thinking_level or "off")
 
     req, entries, model, thinking = await ls.core(prepare)
     token = await ls.begin_progress("Summarizing branch", f"{len(req.entry_ids)} entries")
@@ -81,7 +83,7 @@ async def compact(ls: Host, p: params.Compact) -> CompactResult:
         prep = prepare_compaction(path, keep)
         if prep is None and path and path[-1].get("type") == "compaction":
             raise errors.NothingToCompact("Already compacted")
-        return live, prep, model, settings.thinking_level
+        return live, prep, model, clamp_thinking_level(model, settings.thinking_level or "off")
 
     live, prep, model, thinking = await ls.core(prepare)
     if prep is None:
