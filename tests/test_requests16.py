@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import ROOT, run_oracle
 from fake_anthropic import FakeAnthropic
+from lsp_client import server
 
+from pi_server.agent.tooldefs import READ_ONLY, TOOL_ORDER
 from pi_server.agent.turn import Hooks, Snapshot, Turn
 from pi_server.llm.formats import context_result
 from pi_server.llm.models import ANTHROPIC, anthropic_model, clamp_thinking_level
@@ -32,10 +37,25 @@ FILE = ROOT / "tests" / "fixtures" / "pi16" / "02-context-edits.jsonl"
 # a leaf and keep whose cut splits a turn with history before it: two requests per compaction
 LEAF, KEEP = "cb846a44", 1
 CASES = [(m, level) for m in sorted(ANTHROPIC) for level in LEVELS]
+PACKAGE_DIR = "/opt/pi/node_modules/@earendil-works/pi-coding-agent"
 
 
 def _sent(fake: FakeAnthropic) -> list[dict[str, Any]]:
     return [{"body": r["body"], "beta": r["headers"].get("anthropic-beta")} for r in fake.requests]
+
+
+@contextmanager
+def _package_dir() -> Iterator[None]:
+    """pi's install folder, named in its system prompt: the same for pi and pi-server."""
+    old = os.environ.get("PI_PACKAGE_DIR")
+    os.environ["PI_PACKAGE_DIR"] = PACKAGE_DIR
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["PI_PACKAGE_DIR"]
+        else:
+            os.environ["PI_PACKAGE_DIR"] = old
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +78,11 @@ def pi_requests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "agentDir": str(home / "agent"),
             "sessionDir": str(file.parent / "sessions"),
             "text": "Say hi.",
+            # the tools pi-server gives a turn when the editor runs none of its own
+            "tools": [t for t in TOOL_ORDER if t in READ_ONLY],
         },
     }
-    with FakeAnthropic() as fake:
+    with FakeAnthropic() as fake, _package_dir():
         pi = run_oracle("requests16.mjs", str(file), fake.url, spec, pi16=True)
         sent = _sent(fake)
     n = len(CASES)
@@ -170,6 +192,35 @@ def test_turn_requests_equal_pi16(pi_requests: dict[str, Any], monkeypatch) -> N
     assert any(t["effective"] != t["thinking"] for t in turns["prompts"])
     for t in turns["prompts"]:
         assert clamp_thinking_level(ANTHROPIC[t["model"]], t["thinking"]) == t["effective"], t
+
+
+async def test_new_session_turn_through_the_server(pi_requests: dict[str, Any]) -> None:
+    """A real server's first turn in a new session equals pi's first prompt (claude-fable-5 at
+    "off", which pi runs at "minimal"), request and beta header."""
+    base = pi_requests["file"].parent
+    home = base / "server-home"
+    (home / "agent").mkdir(parents=True)
+    settings = {"defaultProvider": "anthropic", "defaultModel": CASES[0][0], "defaultThinkingLevel": CASES[0][1]}
+    (home / "agent" / "settings.json").write_text(json.dumps(settings))
+    env = {
+        "HOME": str(home),
+        "ANTHROPIC_API_KEY": KEY,
+        "PI_CODING_AGENT_DIR": str(home / "agent"),
+        "PI_PACKAGE_DIR": PACKAGE_DIR,
+    }
+    with FakeAnthropic() as fake:
+        env["ANTHROPIC_BASE_URL"] = fake.url
+        argv = ["--sessions-dir", str(base / "server-sessions"), "--state-dir", str(base / "server-state")]
+        async with server(*argv, env=env) as c:
+            r = await c.call("pi/prompt", {"cwd": str(base / "project"), "text": "Say hi."})
+            await c.wait_for(
+                "pi/agentEvent", lambda p: p["turnId"] == r["turnId"] and p["event"]["type"] == "agent_end", 90
+            )
+        (ours,) = _sent(fake)
+    theirs = pi_requests["turnSent"][0]
+    assert ours["beta"] == theirs["beta"]
+    assert ours["body"] == theirs["body"]
+    assert theirs["body"]["output_config"] == {"effort": "low"}  # "minimal" on an adaptive model
 
 
 def test_cases_cover_the_table() -> None:

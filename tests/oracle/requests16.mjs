@@ -7,7 +7,7 @@
 // /thinking and a typed prompt do; then /compact, /tree with a summary, each with a prompt.
 // Usage: node tests/oracle/requests16.mjs SESSION_FILE BASE_URL SPEC_JSON
 //   SPEC: {cases: [[model, level], ...], branch: {from, to}, compaction: {leaf, keep},
-//          turns?: {cwd, agentDir, sessionDir, text}}
+//          turns?: {cwd, agentDir, sessionDir, text, tools?}}
 // Prints {branch: [{model, thinking, entries, summary}], compaction: [{model, thinking, split, summary}],
 //   turns: {file, prompts: [{model, thinking, userId}]}}.
 process.env.HOME = process.env.HOME || "/home/oracle";
@@ -48,10 +48,10 @@ for (const [modelId, thinkingLevel] of spec.cases) {
 	out.compaction.push({ model: modelId, thinking: thinkingLevel, split: prep.isSplitTurn, summary: result.summary });
 }
 if (spec.turns) {
-	const { cwd, agentDir, sessionDir, text } = spec.turns;
+	const { cwd, agentDir, sessionDir, text, tools } = spec.turns;
 	const sessionManager = SessionManager.create(cwd, sessionDir);
 	const [firstId, firstLevel] = spec.cases[0];
-	const { session } = await createAgentSession({ cwd, agentDir, sessionManager,
+	const { session } = await createAgentSession({ cwd, agentDir, sessionManager, tools,
 		model: { ...ANTHROPIC_MODELS[firstId], baseUrl }, thinkingLevel: firstLevel });
 	const prompts = [];
 	for (const [modelId, thinkingLevel] of spec.cases) {
