@@ -113,6 +113,7 @@ def estimate_total(messages: list[dict[str, Any]]) -> int:
     return sum(estimate_tokens(m) for m in messages)
 
 
+
 class _Block(msgspec.Struct, gc=False):
     type: Any = None
     text: Any = None
