@@ -199,10 +199,14 @@ def fit_width(line: str, width: int) -> str:
 
 def cmd_context(args: argparse.Namespace) -> int:
     from pi_server.llm.formats import context_result
+    from pi_server.llm.strict_schema import StrictRequired
 
     idx = _open(args.file)
     leaf, before = _current_leaf(idx, args)
-    _dump(context_result(idx, leaf, before_first=before, fmt=args.format))
+    try:
+        _dump(context_result(idx, leaf, before_first=before, fmt=args.format))
+    except StrictRequired as e:  # pi-ai refuses to build this request
+        raise CliError(f"--format {args.format}: {e}") from None
     return 0
 
 

@@ -44,9 +44,9 @@ def test_the_harness_reuses_one_client(monkeypatch: pytest.MonkeyPatch) -> None:
             pass
 
         outs = [empty_message(model.id), empty_message(model.id)]
-        await call_model(body, KEY, outs[0], emit)
+        await call_model(lambda: body, KEY, outs[0], emit)
         client = client_for(KEY)
-        await call_model(body, KEY, outs[1], emit)
+        await call_model(lambda: body, KEY, outs[1], emit)
         return client, client_for(KEY), outs
 
     with FakeAnthropic([reply, reply]) as fake:

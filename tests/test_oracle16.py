@@ -113,7 +113,7 @@ def test_anthropic_body_equals_pi16(oracle16: dict[str, Any], model_id: str) -> 
             bad.append((where, "model unknown"))
             continue
         ids = [str(i) for i in range(len(ctx["llm"]))]
-        body, _ = request_body(ctx["llm"], ids, model, ctx["thinkingLevel"], merge=False)
+        body, _ = request_body(ctx["llm"], ids, model, ctx["thinkingLevel"])
         for key in sorted(set(body) | set(pi["body"])):
             if body.get(key) != pi["body"].get(key):
                 bad.append((where, key))
@@ -152,7 +152,7 @@ def test_context16_script_answers_for_one_leaf(name: str, tmp_path) -> None:
     assert all("body" in b for b in pi["anthropic"].values())
     ids = [str(i) for i in range(len(pi["llm"]))]
     for model_id, b in pi["anthropic"].items():
-        assert request_body(pi["llm"], ids, ANTHROPIC[model_id], pi["thinkingLevel"], merge=False)[0] == b["body"]
+        assert request_body(pi["llm"], ids, ANTHROPIC[model_id], pi["thinkingLevel"])[0] == b["body"]
     assert openai_messages(pi["llm"], ids, OPENAI_DEFAULT)[0] == pi["openai"]["body"]["messages"]
     outline = Outline(idx)
     for filt, rows in pi["tree"].items():

@@ -93,8 +93,12 @@ def test_entries_request_and_result_equal_pi(pi_summaries, monkeypatch) -> None:
                 assert len(fake.requests) == 1, where
                 got, want = fake.requests[0], case["request"]
                 assert got["body"] == want["body"], where
-                # the SDK orders the wire keys its own way; the body we build has pi's order
-                assert list(request_body(model, req.prompt, level)) == list(want["body"]), where
+                # the SDK orders the wire keys its own way; the body we build has pi's order (its
+                # betas go out as the anthropic-beta header)
+                built = request_body(model, req.prompt, level)
+                assert [k for k in built if k != "betas"] == list(want["body"]), where
+                assert got["headers"].get("anthropic-beta") == want["headers"].get("anthropic-beta"), where
+                assert ",".join(built.get("betas", [])) == (want["headers"].get("anthropic-beta") or ""), where
                 assert got["path"].split("?")[0] == want["path"].split("?")[0] == "/v1/messages"
                 assert "cache_control" not in got["raw"].decode()
                 assert serialize_conversation(convert_to_llm(req.messages)[0]) == case["serialized"], where

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pi_server.llm.client import error_text, redact, stream_events
+from pi_server.llm.cost import calculate_cost
 from pi_server.llm.models import ANTHROPIC, Cost
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
@@ -43,22 +44,14 @@ def empty_message(model_id: str) -> dict[str, Any]:
             "cacheWrite": 0,
             "totalTokens": 0,
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0, "totalFromProvider": False},
-            "cacheWrite1h": 0,  # pi-ai 1.6.0 splits out one-hour cache writes; short retention writes none
+            "cacheWrite1h": 0,  # pi-ai 1.6.0 splits out one-hour cache writes
         },
         "stopReason": "stop",
         "timestamp": int(time.time() * 1000),
     }
 
 
-def _cost(model_id: str, usage: dict[str, Any]) -> None:
-    prices = ANTHROPIC[model_id].cost if model_id in ANTHROPIC else Cost()  # an unknown model costs nothing
-    cost = usage["cost"]
-    for k in ("input", "output", "cacheRead", "cacheWrite"):
-        cost[k] = prices.per_million(k) / 1_000_000 * usage[k]
-    cost["total"] = cost["input"] + cost["output"] + cost["cacheRead"] + cost["cacheWrite"]
-
-
-def _usage(out: dict[str, Any], u: Any, model_id: str) -> None:
+def _usage(out: dict[str, Any], u: Any, model_id: str, start: bool = False) -> None:
     usage = out["usage"]
     for src, dst in (
         ("input_tokens", "input"),
@@ -69,8 +62,13 @@ def _usage(out: dict[str, Any], u: Any, model_id: str) -> None:
         v = getattr(u, src, None)
         if v is not None:
             usage[dst] = v
+    # message_start always says how many writes were one-hour ones; a delta only when it knows
+    long_write = getattr(getattr(u, "cache_creation", None), "ephemeral_1h_input_tokens", None)
+    if long_write is not None or start:
+        usage["cacheWrite1h"] = long_write or 0
     usage["totalTokens"] = usage["input"] + usage["output"] + usage["cacheRead"] + usage["cacheWrite"]
-    _cost(model_id, usage)
+    # an unknown model costs nothing
+    calculate_cost(ANTHROPIC[model_id].cost if model_id in ANTHROPIC else Cost(), usage)
 
 
 def _parse_json(s: str) -> Any:
@@ -100,11 +98,15 @@ def strip_scratch(out: dict[str, Any]) -> None:
         b.pop("partialJson", None)
 
 
-async def call_model(body: dict[str, Any], key: str, out: dict[str, Any], emit: Emit, timeout: float = 600.0) -> None:
-    """Stream `body` into `out` (pi's AssistantMessage, filled in place so an abort keeps the partial)."""
+async def call_model(
+    body: Callable[[], dict[str, Any]], key: str, out: dict[str, Any], emit: Emit, timeout: float = 600.0
+) -> None:
+    """Stream the request `body()` builds into `out` (pi's AssistantMessage, filled in place so an
+    abort keeps the partial). As in pi-ai, a request refused while being built is a failed answer."""
     try:
+        params = body()
         # no SDK retries: the turn retries as pi's AgentSession does
-        async with stream_events(body, key, timeout=timeout, max_retries=0) as stream:
+        async with stream_events(params, key, timeout=timeout, max_retries=0) as stream:
             await emit({"type": "start", "partial": out})
             async for ev in stream:
                 await _on_event(ev, out, emit)
@@ -122,7 +124,7 @@ async def _on_event(ev: Any, out: dict[str, Any], emit: Emit) -> None:
     t = ev.type
     if t == "message_start":
         out["responseId"] = ev.message.id
-        _usage(out, ev.message.usage, out["model"])
+        _usage(out, ev.message.usage, out["model"], start=True)
     elif t == "content_block_start":
         await _block_start(ev, out, emit)
     elif t == "content_block_delta":

@@ -115,7 +115,7 @@ class Turn:
         if self.key is None:
             out["stopReason"], out["errorMessage"] = "error", "No API key found for anthropic"
         else:
-            finished, _ = await self._abortable(call_model(self.body(), self.key, out, on))
+            finished, _ = await self._abortable(call_model(self.body, self.key, out, on))
             if not finished:
                 strip_scratch(out)
                 out["stopReason"], out["errorMessage"] = "aborted", ABORTED

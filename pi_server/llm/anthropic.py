@@ -1,8 +1,8 @@
-"""A ready Anthropic Messages API request body, as pi-ai 1.6.0's streamSimple builds it
-(api/anthropic-messages buildParams), with an API key and no session id.
+"""The one builder of Anthropic Messages API request bodies, as pi-ai 1.6.0's streamSimple
+builds them (api/anthropic-messages buildParams), with an API key and no session id:
+agent turns, `--format anthropic` contexts, branch summaries and compaction passes.
 
-On top of pi's shape, consecutive user or assistant turns are merged into one
-(`merge`), so the body is accepted as it is.
+Messages go out as pi sends them: consecutive turns of one role stay apart.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pi_server.llm.anthropic_messages import (
     cache_control,
     convert_messages,
     dicts,
-    merge_turns,
     norm_id,
     sanitize,
     with_effort_markers,
@@ -26,7 +25,7 @@ from pi_server.llm.strict_schema import anthropic_rejects, is_strict, strict_sch
 from pi_server.llm.transcript import collapse_system_messages, current_tools, system_message_text
 from pi_server.llm.transform import transform_messages
 
-__all__ = ["cache_control", "request_body", "sanitize", "thinking_options"]
+__all__ = ["cache_control", "request_body", "sanitize"]
 
 _BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 _INTERLEAVED = "interleaved-thinking-2025-05-14"
@@ -110,39 +109,6 @@ def _stream_options(model: ModelInfo, level: Any, msgs: list[dict[str, Any]]) ->
     return {"max_tokens": out, "thinking": True, "budget": js_min(budget, room)}
 
 
-def thinking_options(model: ModelInfo, level: Any, max_tokens: int | None = None) -> dict[str, Any]:
-    """max_tokens, thinking and output_config as pi 0.73.1's streamSimpleAnthropic set them,
-    which summary requests still follow (`max_tokens`: what the caller asked for; pi's
-    default was the model's, capped at 32,000)."""
-    base = max_tokens if max_tokens else (min(model.max_tokens, 32000) if model.max_tokens > 0 else 0)
-    out: dict[str, Any] = {"max_tokens": base or model.max_tokens // 3}
-    reasoning = level if isinstance(level, str) and level and level != "off" else None
-    if reasoning is None:
-        if model.reasoning:
-            out["thinking"] = {"type": "disabled"}
-        return out
-    if model.has(ADAPTIVE):
-        if model.reasoning:
-            out["thinking"] = {"type": "adaptive", "display": "summarized"}
-            mapped = model.thinking_level_map.get(reasoning)
-            effort = mapped or {"minimal": "low", "low": "low", "medium": "medium"}.get(reasoning, "high")
-            out["output_config"] = {"effort": effort}
-        return out
-    budget = _BUDGETS.get("high" if reasoning == "xhigh" else reasoning)
-    if budget is None:
-        # pi adds an undefined budget: a NaN max_tokens, which JSON sends as null
-        out["max_tokens"] = None
-        budget = 0
-    else:
-        max_tokens = min(base + budget, model.max_tokens)
-        if max_tokens <= budget:
-            budget = max(0, max_tokens - 1024)
-        out["max_tokens"] = max_tokens or model.max_tokens // 3
-    if model.reasoning:
-        out["thinking"] = {"type": "enabled", "budget_tokens": budget or 1024, "display": "summarized"}
-    return out
-
-
 def _json_int(x: float) -> int | None:
     """A JS number as JSON sends it: NaN as null."""
     return None if math.isnan(x) else int(x)
@@ -185,11 +151,12 @@ def _betas(model: ModelInfo, thinking: bool, native_tools: bool) -> list[str]:
 
 
 def request_body(
-    llm: list[dict[str, Any]], ids: list[str], model: ModelInfo, thinking_level: Any, *, merge: bool = True
+    llm: list[dict[str, Any]], ids: list, model: ModelInfo, thinking_level: Any, *, cache_retention: str | None = None
 ) -> tuple[dict[str, Any], list]:
-    """The body for the LLM messages `llm` (entry ids `ids`); returns it and the entry id per body message."""
+    """The body for the LLM messages `llm` (entry ids `ids`); returns it and the entry id per body
+    message. `cache_retention` is pi's option ("none": no cache breakpoints; by default PI_CACHE_RETENTION's)."""
     opts = _stream_options(model, thinking_level, llm)
-    cache = cache_control()
+    cache = None if cache_retention == "none" else cache_control(cache_retention)
     if model.has(MID_SYSTEM):
         msgs, mids = llm, list(ids)
     else:
@@ -219,7 +186,7 @@ def request_body(
         body["betas"] = betas
     text = system_message_text(initial) if initial is not None else ""
     if text:
-        body["system"] = [{"type": "text", "text": sanitize(text), "cache_control": cache}]
+        body["system"] = [{"type": "text", "text": sanitize(text), **({"cache_control": cache} if cache else {})}]
     if native_tools:
         body["tools"] = [*convert_tools(initial_tools, cache, model.strict_tools), _PLACEHOLDER]
     elif tools := current_tools(msgs):
@@ -227,6 +194,4 @@ def request_body(
     body.update(_thinking_fields(model, opts, effort_messages, disabled))
     if model.fallbacks:
         body["fallbacks"] = [{"model": f} for f in model.fallbacks]
-    if merge:
-        body["messages"], pids = merge_turns(body["messages"], pids)
     return body, pids

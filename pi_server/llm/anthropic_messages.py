@@ -246,26 +246,3 @@ def with_effort_markers(params: list, pids: list, levels: dict[int, str], active
     out.append({"role": "system", "content": [], "output_config": {"effort": active}})
     oids.append(None)
     return out, oids
-
-
-def merge_turns(params: list[dict[str, Any]], pids: list) -> tuple[list, list]:
-    """Merge consecutive user or assistant messages (content as block lists); system
-    messages stay apart, as each may carry its own output_config."""
-    out: list[dict[str, Any]] = []
-    oids: list = []
-    owned: set[int] = set()  # merged messages whose content list is ours: extended in place (linear)
-    for m, eid in zip(params, pids, strict=True):
-        if out and out[-1]["role"] == m["role"] != "system":
-            prev = out[-1]
-            if len(out) - 1 not in owned:
-                prev["content"] = _blocks(prev["content"])
-                owned.add(len(out) - 1)
-            prev["content"].extend(_blocks(m["content"]))
-            continue
-        out.append({k: v for k, v in m.items()})
-        oids.append(eid)
-    return out, oids
-
-
-def _blocks(c: Any) -> list:
-    return [{"type": "text", "text": c}] if isinstance(c, str) else list(c)

@@ -26,10 +26,21 @@ class Cost:
     output: float = 0
     cache_read: float = 0
     cache_write: float = 0
+    # pi's cost.tiers: (input tokens above which they apply, the prices then), as pi lists them
+    tiers: tuple[tuple[int, Cost], ...] = ()
 
     def per_million(self, usage_key: str) -> float:
         """The price of one of pi's usage fields: input, output, cacheRead, cacheWrite."""
         return float(getattr(self, _USAGE_FIELDS[usage_key]))
+
+    def for_input(self, tokens: int) -> Cost:
+        """The prices of a request with `tokens` input tokens (cached ones included): the tier
+        with the highest threshold below them, else the base prices."""
+        best, above = self, -1
+        for threshold, tier in self.tiers:
+            if tokens > threshold and threshold > above:
+                best, above = tier, threshold
+        return best
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +125,7 @@ ANTHROPIC: dict[str, ModelInfo] = {
             "claude-haiku-5-5",
             128000,
             1000000,
-            Cost(0.1, 0.5, 0.01, 0.125),
+            Cost(0.1, 0.5, 0.01, 0.125, ((100000, Cost(0.5, 2.5, 0.05, 0.625)),)),
             ADAPTIVE | EFFORT | MID_SYSTEM | MID_TOOLS,
             _ALL_LEVELS | {"minimal": None},
         ),
@@ -162,6 +173,36 @@ ANTHROPIC: dict[str, ModelInfo] = {
 }
 
 DEFAULT_ANTHROPIC = "claude-sonnet-4-5"
+
+_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+
+
+def supported_levels(model: ModelInfo) -> list[str]:
+    """pi-ai's getSupportedThinkingLevels: a level mapped to null is out; xhigh and max only when mapped."""
+    if not model.reasoning:
+        return ["off"]
+    levels = model.thinking_level_map
+    return [
+        lv
+        for lv in _LEVELS
+        if not (lv in levels and levels[lv] is None) and (lv not in ("xhigh", "max") or levels.get(lv) is not None)
+    ]
+
+
+def clamp_thinking_level(model: ModelInfo, level: str) -> str:
+    """pi-ai's clampThinkingLevel: the level when the model has it, else the next one up it has,
+    else the next one down (the level pi's AgentSession runs a session at, and records)."""
+    available = supported_levels(model)
+    if level in available:
+        return level
+    if level not in _LEVELS:
+        return available[0] if available else "off"
+    at = _LEVELS.index(level)
+    for candidate in (*_LEVELS[at:], *reversed(_LEVELS[:at])):
+        if candidate in available:
+            return candidate
+    return available[0] if available else "off"
+
 
 OPENAI_DEFAULT = ModelInfo("gpt-4o", "openai", "openai-completions", 16384, 128000, False, True)
 

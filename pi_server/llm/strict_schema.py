@@ -4,6 +4,7 @@ with `strict: true`, and the schema they are sent with."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,11 @@ Check = Callable[[str, Any], bool]
 
 
 class Unsupported(Exception):
-    """The schema has no strict form."""
+    """The schema has no strict form (the message says why, in pi's words)."""
+
+
+class StrictRequired(ValueError):
+    """A tool requires strict sampling it cannot have: pi-ai refuses the whole request."""
 
 
 def anthropic_rejects(key: str, value: Any) -> bool:
@@ -60,27 +65,29 @@ def _allows_null(s: Any) -> bool:
 
 def _strict_node(s: Any, check: Check | None) -> None:
     if not isinstance(s, dict):
-        raise Unsupported("boolean schemas")
-    if any(k in s for k in _UNSUPPORTED):
-        raise Unsupported("keyword")
-    if check is not None and any(check(k, v) for k, v in s.items()):
-        raise Unsupported("provider keyword")
+        raise Unsupported("boolean schemas are unsupported")
+    for k in _UNSUPPORTED:
+        if k in s:
+            raise Unsupported(f"{k} schemas are unsupported")
+    for k, v in s.items() if check is not None else ():
+        if check(k, v):
+            raise Unsupported(f"{k}: {json.dumps(v, separators=(',', ':'), ensure_ascii=False)} is unsupported")
     if "type" not in s and "anyOf" not in s and "enum" not in s:
-        raise Unsupported("untyped")
+        raise Unsupported("schemas without a type are unsupported")
     if "anyOf" in s:
         if not isinstance(s["anyOf"], list) or not s["anyOf"]:
-            raise Unsupported("anyOf")
+            raise Unsupported("anyOf must contain at least one schema")
         for v in s["anyOf"]:
             if _structured(v):
-                raise Unsupported("object and array unions")
+                raise Unsupported("object and array unions are unsupported")
             _strict_node(v, check)
     if "items" in s:
         if isinstance(s["items"], list):
-            raise Unsupported("tuples")
+            raise Unsupported("tuple schemas are unsupported")
         _strict_node(s["items"], check)
     is_object = s.get("type") == "object"
     if "properties" in s and not is_object:
-        raise Unsupported("properties without type object")
+        raise Unsupported("properties require type object")
     if not is_object:
         return
     _strict_object(s, check)
@@ -88,16 +95,16 @@ def _strict_node(s: Any, check: Check | None) -> None:
 
 def _strict_object(s: dict[str, Any], check: Check | None) -> None:
     if "additionalProperties" in s and s["additionalProperties"] is not False:
-        raise Unsupported("additionalProperties")
+        raise Unsupported("schema-valued or true additionalProperties is unsupported")
     if "properties" in s and not isinstance(s["properties"], dict):
-        raise Unsupported("properties")
+        raise Unsupported("object properties must be a schema map")
     req = s.get("required")
     if "required" in s and (not isinstance(req, list) or any(not isinstance(k, str) for k in req)):
-        raise Unsupported("required")
+        raise Unsupported("object required must be a string array")
     props = s["properties"] if "properties" in s else {}
     required = set(req) if isinstance(req, list) else set()
     if any(k not in props for k in required):
-        raise Unsupported("unknown required property")
+        raise Unsupported("required contains an unknown property")
     for key in list(props):
         _strict_node(props[key], check)
         if key not in required and not _allows_null(props[key]):
@@ -110,20 +117,26 @@ def strict_schema(schema: Any, check: Check | None = None) -> dict[str, Any]:
     """makeStrictJsonSchema: optional properties made nullable, every property required."""
     out = copy.deepcopy(schema)
     if not isinstance(out, dict):
-        raise Unsupported("root")
+        raise Unsupported("root schema must have type object")
     _strict_node(out, check)
     if out.get("type") != "object":
-        raise Unsupported("root")
+        raise Unsupported("root schema must have type object")
     return out
 
 
 def is_strict(tool: dict[str, Any], supported: bool, check: Check | None) -> bool:
-    """resolveJsonSchemaStrictSampling for a tool that does not require strict mode."""
+    """resolveJsonSchemaStrictSampling: whether the tool goes out strict. A tool that requires it
+    (`strict: "require"`) and cannot have it raises StrictRequired, with pi's message."""
     config = tool.get("constrainedSampling")
-    if not isinstance(config, dict) or config.get("type") != "json_schema" or not supported:
+    if not isinstance(config, dict) or config.get("type") != "json_schema":
         return False
-    try:
-        strict_schema(tool.get("parameters"), check)
-    except Unsupported:
-        return False
-    return True
+    why = "strict tools are unsupported"
+    if supported:
+        try:
+            strict_schema(tool.get("parameters"), check)
+            return True
+        except Unsupported as e:
+            why = str(e)
+    if config.get("strict") == "require":
+        raise StrictRequired(f'Tool "{tool.get("name")}" requires JSON-schema constrained sampling, but {why}.')
+    return False

@@ -18,7 +18,7 @@ from pi_server.live.appends import SessionAppender, first_entries
 from pi_server.live.session import LiveSession
 from pi_server.llm.client import api_key
 from pi_server.llm.formats import context_result
-from pi_server.llm.models import ANTHROPIC, anthropic_model
+from pi_server.llm.models import ANTHROPIC, anthropic_model, clamp_thinking_level
 from pi_server.server import background, errors, notify, params
 from pi_server.server.host import Host
 from pi_server.server.results import AbortResult, PromptResult, WriteResult
@@ -93,10 +93,12 @@ async def prompt(ls: Host, p: params.Prompt) -> PromptResult:
     live, ctx, cwd, written = await ls.core(start)
     if not cwd:
         tools = []
+    model = anthropic_model(ctx["model"])
     snap = Snapshot(
         messages=ctx["messages"],
-        model=anthropic_model(ctx["model"]),
-        thinking=ctx["thinkingLevel"] or "off",
+        model=model,
+        # pi's AgentSession runs at the level clamped to what the model has ("off" on claude-fable-5: minimal)
+        thinking=clamp_thinking_level(model, ctx["thinkingLevel"] or "off"),
         tools=tools,
         system=written if p.session is None else system_update(ctx["messages"], cwd, tools, now),
         cwd=cwd,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_server.server import bulk, offcore, params
+from pi_server.server import bulk, errors, offcore, params
 from pi_server.server.host import Host
 from pi_server.server.rpc import pi_method
 
@@ -45,15 +45,22 @@ async def get_entry(ls: Host, p: params.GetEntry) -> Any:
 async def build_context(ls: Host, p: params.BuildContext) -> Any:
     """The context pi would send at a leaf (default: the session's leaf), in one of four formats."""
     from pi_server.llm.formats import context_result
+    from pi_server.llm.strict_schema import StrictRequired
 
     def run() -> Any:
         live = ls.registry.get(p.session)
         leaf, before = live.read_at(p.leafId)
-        if len(live.index) < offcore.LONG_ENTRIES:
+        if len(live.index) >= offcore.LONG_ENTRIES:
+            return (live.path, leaf if leaf is not None or before else live.index.last_id, before)
+        try:
             return context_result(live.index, leaf, before_first=before, fmt=p.format)
-        return (live.path, leaf if leaf is not None or before else live.index.last_id, before)
+        except StrictRequired as e:  # pi-ai refuses to build this request
+            raise errors.InvalidParams(f"format {p.format}: {e}") from None
 
     got = await ls.core(run)
     if type(got) is not tuple:
         return got
-    return await offcore.run(offcore.context, str(ls.registry.state.root), tuple(ls.registry.roots), *got, p.format)
+    try:
+        return await offcore.run(offcore.context, str(ls.registry.state.root), tuple(ls.registry.roots), *got, p.format)
+    except StrictRequired as e:
+        raise errors.InvalidParams(f"format {p.format}: {e}") from None

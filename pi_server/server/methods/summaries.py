@@ -8,6 +8,7 @@ from pi_server import summaries
 from pi_server.context.settings import settings_at
 from pi_server.live import ops
 from pi_server.live.errors import EntryNotFound
+from pi_server.llm.models import clamp_thinking_level
 from pi_server.server import errors, notify, offcore, params
 from pi_server.server.host import Host
 from pi_server.server.results import CompactResult
@@ -52,7 +53,8 @@ async def branch_summary(
         settings = settings_at(live.index, start)
         model = summaries.summary_model(settings.model, ls.settings.summary.model)
         req, entries = summaries.prepare(live.index, start, target, model, custom, replace)
-        return req, entries, model, settings.thinking_level
+        # at the level pi's session runs at: clamped to what the model has
+        return req, entries, model, clamp_thinking_level(model, settings.thinking_level or "off")
 
     req, entries, model, thinking = await ls.core(prepare)
     token = await ls.begin_progress("Summarizing branch", f"{len(req.entry_ids)} entries")
@@ -74,7 +76,7 @@ def _prepare(ls: Host, idx: SessionIndex, leaf: str) -> tuple[Any, Any, str]:
     prep = prepare_compaction(path, keep)
     if prep is None and path and path[-1].get("type") == "compaction":
         raise errors.NothingToCompact("Already compacted")
-    return prep, model, settings.thinking_level
+    return prep, model, clamp_thinking_level(model, settings.thinking_level or "off")
 
 
 def _prepare_private(ls: Host, state_root: str, path: str, leaf: str) -> tuple[Any, Any, str]:
