@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_server.live.errors import EntryNotFound, SessionNotFound
 from pi_server.server import errors, wire
-from pi_server.store.cache import IndexCache
-from pi_server.store.index import NotASession, SessionIndex
+
+if TYPE_CHECKING:
+    from pi_server.store.index import SessionIndex
 
 LONG_ENTRIES = 100_000  # sessions at least this large are read off the core worker
 _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-long")
@@ -26,6 +27,9 @@ _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-long")
 def private_index(state_root: str, path: str, roots: tuple[str, ...]) -> SessionIndex:
     """The session's index for this thread alone: the cached one, else read anew (within
     `roots`, as every read of a session file)."""
+    from pi_server.store.cache import IndexCache  # not loaded by a listing (server/methods/sessions.py)
+    from pi_server.store.index import NotASession, SessionIndex
+
     idx = IndexCache(state_root).load(path, roots)
     if idx is not None:
         return idx
