@@ -76,9 +76,10 @@ def _context_tokens(usage: dict[str, Any]) -> float:
 
 def _valid_usage(m: dict[str, Any]) -> bool:
     """pi's getAssistantUsage: a finished assistant reply with some usage."""
-    usage = m.get("usage")
+    usage = m.get("usage") if isinstance(m, dict) else None
     return (
-        m.get("role") == "assistant"
+        isinstance(usage, dict)
+        and m.get("role") == "assistant"
         and m.get("stopReason") not in ("aborted", "error")
         and isinstance(usage, dict)
         and _context_tokens(usage) > 0
@@ -97,7 +98,7 @@ def _projected_estimate(messages: list[dict[str, Any]], ids: list[str], path: li
             return _context_tokens(messages[last]["usage"]) + sum(estimate_tokens(m) for m in messages[last + 1 :])
     system = current_system_message(messages)
     tokens = estimate_tokens(system) if system else 0
-    return tokens + sum(estimate_tokens(m) for m in messages if m.get("role") != "system")
+    return tokens + sum(estimate_tokens(m) for m in messages if not isinstance(m, dict) or m.get("role") != "system")
 
 
 def context_usage(path: list[dict[str, Any]], context_window: int) -> dict[str, Any] | None:

@@ -90,8 +90,8 @@ class IndexCache:
         rec["v1_by_ordinal"] = {str(k): v for k, v in idx._v1_by_ordinal.items()}
         try:
             atomic_write(self._file(idx.path), msgspec.msgpack.encode(rec), durable=False)
-        except (OSError, TypeError, msgspec.EncodeError):
-            pass  # a cache is an optimisation: never fail a request over it
+        except (OSError, TypeError, ValueError, msgspec.EncodeError):
+            pass  # a cache is an optimisation: never fail a request over it (a lone surrogate included)
 
     def load(self, path: str) -> SessionIndex | None:
         """The cached index, brought up to date, or None when it cannot be trusted."""
@@ -187,9 +187,22 @@ class IndexCache:
         if not self._listing_dirty:
             return
         try:
-            atomic_write(
-                self.listing_path, msgspec.msgpack.encode({"format": FORMAT, "sessions": sessions}), durable=False
-            )
+            data = msgspec.msgpack.encode({"format": FORMAT, "sessions": sessions})
+        except UnicodeEncodeError:
+            # a lone surrogate in one file's info: that file is left out (described again when
+            # listed), the others are kept
+            sessions = {p: s for p, s in sessions.items() if _encodable(s)}
+            data = msgspec.msgpack.encode({"format": FORMAT, "sessions": sessions})
+        try:
+            atomic_write(self.listing_path, data, durable=False)
             self._listing_dirty = False
         except (OSError, msgspec.EncodeError):
             pass
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        msgspec.msgpack.encode(value)
+        return True
+    except (UnicodeEncodeError, TypeError, msgspec.EncodeError):
+        return False
