@@ -12,12 +12,27 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 # ECMAScript WhiteSpace + LineTerminator (String.prototype.trim).
 _JS_WS = (
     "\u0009\u000a\u000b\u000c\u000d\u0020\u00a0\u1680\u2000\u2001\u2002\u2003"
     "\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 _JS_SPLIT_WS = re.compile(f"[{_JS_WS}]+")
+
+
+def js_key(v: Any) -> Any:
+    """`v` as a key that behaves as in a JS Map or Set (SameValueZero): strings, numbers and
+    booleans by value but apart by type (`1`, `"1"` and `true` are three keys), arrays and
+    objects by identity (two values parsed from a file are never the same key)."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, (int, float)):
+        return ("number", float(v)) if v == v else ("number", "NaN")
+    return ("object", id(v))
 
 
 def js_trim(s: str) -> str:
@@ -101,6 +116,8 @@ def js_stringify(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
         return "[" + ",".join(js_stringify(v) for v in value) + "]"
+    if type(value) is msgspec.Raw:
+        return bytes(value).decode()  # a value nested too deep to hold, kept as its JSON text
     if isinstance(value, dict):
         return (
             "{"

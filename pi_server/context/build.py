@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from pi_server.context.settings import Settings, last_of_each_kind, replay, setting_positions
-from pi_server.jsutil import js_date_json
+from pi_server.jsutil import js_date_json, js_key
 from pi_server.store.index import SessionIndex
 from pi_server.tree.paths import path_to
 
@@ -69,7 +69,7 @@ def entry_message(e: dict[str, Any], *, empty_summaries: bool = False) -> dict[s
             return m  # the file's own bytes, exactly the message pi holds (store/reading.py)
         if not isinstance(m, dict):
             return None
-        if m.get("content") is None and m.get("role") in _NORMALIZED:
+        if m.get("content") is None and isinstance(m.get("role"), str) and m["role"] in _NORMALIZED:
             return {**m, "content": _NORMALIZED[m["role"]]}  # pi's null-content normalization
         return m
     if t == "custom_message":
@@ -146,7 +146,7 @@ def context_for_path(path: list[dict[str, Any]], settings: Settings | None = Non
     edits: dict[Any, int] = {}
     for i in selected:
         if path[i].get("type") == "context_edit":
-            edits[path[i].get("targetId")] = i
+            edits[js_key(path[i].get("targetId"))] = i
     if not edits:
         messages, ids, sources = _plain(path, selected)
         edit_of = [-1] * len(messages)
@@ -156,7 +156,7 @@ def context_for_path(path: list[dict[str, Any]], settings: Settings | None = Non
             e = path[i]
             if e.get("type") == "compaction" and k > 0:
                 continue  # an older compaction inside the kept range contributes nothing
-            edit = edits.get(e.get("id"), -1)
+            edit = edits.get(js_key(e.get("id")), -1)
             for m in project(e, path[edit] if edit >= 0 else None):
                 messages.append(m)
                 ids.append(e.get("id"))  # type: ignore[arg-type]

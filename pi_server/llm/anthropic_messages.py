@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from pi_server.jsutil import js_trim
+from pi_server.jsutil import js_key, js_trim
 from pi_server.llm.transcript import render_system_update
 from pi_server.llm.transform import placeholder_images
 
@@ -147,9 +147,9 @@ def _system_param(m: dict[str, Any], tools: ToolConverter | None) -> dict[str, A
         blocks.append({"type": "text", "text": sanitize(text)})
     if tools is not None:
         added = dicts(m.get("toolsAdded"))
-        redefined = {t.get("name") for t in added}
+        redefined = {js_key(t.get("name")) for t in added}
         for t in dicts(m.get("toolsRemoved")):
-            if t.get("name") not in redefined:
+            if js_key(t.get("name")) not in redefined:
                 blocks.append({"type": "tool_removal", "tool": {"type": "tool_reference", "name": t.get("name")}})
         for d in tools(added):
             blocks.append({"type": "tool_addition", "tool": {"type": "tool_definition", "definition": d}})

@@ -209,6 +209,7 @@ OPENAI_DEFAULT = ModelInfo("gpt-4o", "openai", "openai-completions", 16384, 1280
 
 def anthropic_model(model: dict | None) -> ModelInfo:
     """The session's model when pi knows it as an Anthropic model, else pi's default Sonnet."""
-    if model and model.get("provider") == "anthropic" and model.get("modelId") in ANTHROPIC:
-        return ANTHROPIC[model["modelId"]]
+    model_id = model.get("modelId") if model and model.get("provider") == "anthropic" else None
+    if isinstance(model_id, str) and model_id in ANTHROPIC:
+        return ANTHROPIC[model_id]
     return ANTHROPIC[DEFAULT_ANTHROPIC]

@@ -85,6 +85,8 @@ def _system_chars(m: dict[str, Any]) -> int:
 
 
 def estimate_tokens(m: dict[str, Any]) -> int:
+    if not isinstance(m, dict):
+        return 0  # pi's switch on `message.role` falls through: a message that is no object counts 0
     role = m.get("role")
     chars = 0
     content = m.get("content")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_server.jsutil import js_key
+
 
 def content_text(content: Any, separator: str = "\n") -> str:
     """pi-ai's contentText: a string as is, else the text blocks joined."""
@@ -29,16 +31,19 @@ def _tool_list(m: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
 
 
+def _system_messages(messages: list[Any]) -> list[dict[str, Any]]:
+    """The system messages (a context may hold messages that are no objects: pi passes them on)."""
+    return [m for m in messages if isinstance(m, dict) and m.get("role") == "system"]
+
+
 def current_tools(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tools after every system message's removals then additions, in declaration order."""
     tools: dict[Any, dict[str, Any]] = {}
-    for m in messages:
-        if m.get("role") != "system":
-            continue
+    for m in _system_messages(messages):
         for t in _tool_list(m, "toolsRemoved"):
-            tools.pop(t.get("name"), None)
+            tools.pop(js_key(t.get("name")), None)
         for t in _tool_list(m, "toolsAdded"):
-            tools[t.get("name")] = t
+            tools[js_key(t.get("name"))] = t
     return list(tools.values())
 
 
@@ -48,9 +53,7 @@ def current_system_message(messages: list[dict[str, Any]]) -> dict[str, Any] | N
     sections: dict[str, Any] = {}
     timestamp: Any = None
     seen = False
-    for m in messages:
-        if m.get("role") != "system":
-            continue
+    for m in _system_messages(messages):
         if not seen:
             seen, timestamp = True, m.get("timestamp")
         text = content_text(m.get("content"))

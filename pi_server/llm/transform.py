@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pi_server.jsutil import js_trim
+from pi_server.jsutil import js_key, js_trim
 from pi_server.llm.models import ModelInfo
 
 NON_VISION_USER = "(image omitted: model does not support images)"
@@ -60,13 +60,13 @@ def transform_messages(
     normalize_id: Callable[[str], str] | None,
 ) -> list[tuple[dict[str, Any], int]]:
     """Returns (message, index of the source message or -1 for synthetic ones)."""
-    id_map: dict[str, str] = {}  # tool call ids renamed so far, for the results that follow
+    id_map: dict[Any, str] = {}  # tool call ids renamed so far, for the results that follow
     staged = [_stage(_well_formed(m), model, normalize_id, id_map) for m in messages]
     return _with_missing_results(staged)
 
 
 def _stage(
-    m: dict[str, Any], model: ModelInfo, normalize_id: Callable[[str], str] | None, id_map: dict[str, str]
+    m: dict[str, Any], model: ModelInfo, normalize_id: Callable[[str], str] | None, id_map: dict[Any, str]
 ) -> dict[str, Any]:
     """One message made fit for `model`: images, tool call ids, other models' thinking."""
     role = m.get("role")
@@ -76,7 +76,7 @@ def _stage(
         elif role == "toolResult" and isinstance(m.get("content"), list):
             m = {**m, "content": placeholder_images(m["content"], NON_VISION_TOOL)}
     if role == "toolResult":
-        new = id_map.get(m.get("toolCallId"))  # type: ignore[arg-type]
+        new = id_map.get(js_key(m.get("toolCallId")))
         if new and new != m.get("toolCallId"):
             m = {**m, "toolCallId": new}
         return m
@@ -87,7 +87,7 @@ def _stage(
 
 
 def _assistant_content(
-    blocks: list[Any], same: bool, normalize_id: Callable[[str], str] | None, id_map: dict[str, str]
+    blocks: list[Any], same: bool, normalize_id: Callable[[str], str] | None, id_map: dict[Any, str]
 ) -> list[Any]:
     content = []
     for b in blocks:
@@ -108,7 +108,7 @@ def _assistant_content(
             if not same and normalize_id is not None:
                 nid = normalize_id(tc.get("id"))
                 if nid != tc.get("id"):
-                    id_map[tc.get("id")] = nid
+                    id_map[js_key(tc.get("id"))] = nid
                     tc = {**tc, "id": nid}
             content.append(tc)
         else:
@@ -138,7 +138,7 @@ def _with_missing_results(staged: list[dict[str, Any]]) -> list[tuple[dict[str, 
 
     def flush() -> None:
         nonlocal pending, seen
-        out.extend(_missing_result(tc) for tc in pending if tc.get("id") not in seen)
+        out.extend(_missing_result(tc) for tc in pending if js_key(tc.get("id")) not in seen)
         pending = []
         seen = set()
         out.extend(held)
@@ -156,7 +156,7 @@ def _with_missing_results(staged: list[dict[str, Any]]) -> list[tuple[dict[str, 
                 seen = set()
             out.append((m, i))
         elif role == "toolResult":
-            seen.add(m.get("toolCallId"))
+            seen.add(js_key(m.get("toolCallId")))
             out.append((m, i))
         elif role == "user":
             flush()

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 from typing import Any
 
 import msgspec
 
-from pi_server.jsutil import js_finite
+from pi_server.store.decode import jdumps
 
 log = logging.getLogger("pi_server")
 _encode = msgspec.json.Encoder().encode
@@ -41,8 +40,7 @@ def encode(result: Any) -> Encoded:
         return Encoded(_encode(result))
     except UnicodeEncodeError:
         # a lone surrogate (pi cuts strings in UTF-16 units): escaped as \udXXX, as JS writes it
-        # (and a non-finite number as null, as msgspec and JSON.stringify write it)
-        return Encoded(json.dumps(js_finite(msgspec.to_builtins(result)), allow_nan=False).encode())
+        return Encoded(jdumps(msgspec.to_builtins(result, builtin_types=(msgspec.Raw,))))
 
 
 def frame(msg_id: Any, result: Encoded, include_headers: bool = True) -> bytes:

@@ -193,3 +193,4 @@ class IndexCache:
             self._listing_dirty = False
         except (OSError, ValueError, msgspec.EncodeError):
             pass
+

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -16,6 +17,11 @@ import msgspec
 import orjson
 
 from pi_server.jsutil import js_finite
+from pi_server.store.deepjson import loads_deep
+
+# values are held up to ~1,024 levels deep (orjson's limit; deeper is kept as text), and JSON
+# encoders recurse once a level: room for that on top of the stack already in use
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
 
 
 class Block(msgspec.Struct, gc=False):
@@ -118,28 +124,46 @@ def loads(raw: bytes) -> Any:
         except orjson.JSONDecodeError as e:
             err = e
     if b"\\u" not in raw and "depth" not in str(err) and "infinity" not in str(err):
-        raise err  # no lone surrogate, deep nesting or huge number: Python's json refuses it too
-    # pi's JSON.parse keeps lone surrogates (`\ud83d`), which orjson refuses and
-    # Python's json keeps, as it reads lines nested deeper than orjson's limit and
-    # `1e400` (as infinity, which every writer turns into null as JSON.stringify does)
+        raise err  # no lone surrogate, deep nesting or huge number: JSON.parse refuses it too
+    # pi's JSON.parse keeps lone surrogates (`\ud83d`), reads any depth and reads `1e400` (as
+    # infinity, which every writer turns into null as JSON.stringify does); orjson does none
     try:
-        return json.loads(text, parse_constant=_not_json)
+        return loads_deep(text)
     except json.JSONDecodeError as e:
         raise orjson.JSONDecodeError(e.msg, e.doc, e.pos) from None
-    except RecursionError:
-        raise orjson.JSONDecodeError("nested too deep to read", text[:64], 0) from None
-
-
-def _not_json(token: str) -> Any:
-    raise json.JSONDecodeError(f"{token} is not JSON", token, 0)  # NaN, Infinity: JSON.parse refuses them
 
 
 def jdumps(obj: Any) -> bytes:
-    """Compact JSON bytes of a parsed value; lone surrogates written as `\\uXXXX` escapes."""
+    """Compact JSON bytes of a parsed value; lone surrogates written as `\\uXXXX` escapes,
+    values kept as text (`msgspec.Raw`, store/deepjson.py) as they are."""
     try:
         return orjson.dumps(obj)
     except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(js_finite(obj), separators=(",", ":"), allow_nan=False).encode()
+        pass
+    try:
+        return msgspec.json.encode(obj)  # writes a Raw as it is, and nests as deep as values are held
+    except UnicodeEncodeError:
+        return _json_with_raws(obj)
+
+
+def _with_marks(v: Any, raws: list[bytes]) -> Any:
+    """`v` with each Raw replaced by a numbered mark string (json.dumps cannot write a Raw)."""
+    if type(v) is msgspec.Raw:
+        raws.append(bytes(v))
+        return f"\x00raw{len(raws) - 1}\x00"
+    if isinstance(v, list):
+        return [_with_marks(x, raws) for x in v]
+    if isinstance(v, dict):
+        return {k: _with_marks(x, raws) for k, x in v.items()}
+    return v
+
+
+def _json_with_raws(obj: Any) -> bytes:
+    raws: list[bytes] = []
+    text = json.dumps(_with_marks(js_finite(obj), raws), separators=(",", ":"), allow_nan=False).encode()
+    for i, raw in enumerate(raws):
+        text = text.replace(b'"\\u0000raw%d\\u0000"' % i, raw, 1)
+    return text
 
 
 DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pi_server.context.build import branch_summary_message, compaction_summary_message, project
-from pi_server.jsutil import js_stringify, u16len, u16slice, u16sort_key
+from pi_server.jsutil import js_key, js_string, js_stringify, u16len, u16slice, u16sort_key
 from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.tokens import estimate_tokens
 from pi_server.store.index import SessionIndex
@@ -88,7 +88,7 @@ def _add_file_op(name: Any, args: Any, ops: FileOps) -> None:
     path = args.get("path") if isinstance(args, dict) else None
     if not isinstance(path, str) or not path:
         return
-    target = {"read": ops.read, "write": ops.written, "edit": ops.edited}.get(name)
+    target = {"read": ops.read, "write": ops.written, "edit": ops.edited}.get(name) if isinstance(name, str) else None
     if target is not None:
         target[path] = None
 
@@ -101,15 +101,17 @@ def prepare_entries(entries: list[dict[str, Any]], budget: int = 0) -> tuple[lis
         if e.get("type") == "branch_summary" and not e.get("fromHook") and isinstance(details, dict):
             read, modified = details.get("readFiles"), details.get("modifiedFiles")
             for f in read if isinstance(read, list) else []:
-                ops.read[f] = None
+                if isinstance(f, str):  # a path of another type is left out (see protocol.md)
+                    ops.read[f] = None
             for f in modified if isinstance(modified, list) else []:
-                ops.edited[f] = None  # modified files count as edited, as pi dedupes them
+                if isinstance(f, str):
+                    ops.edited[f] = None  # modified files count as edited, as pi dedupes them
     # the latest context edit per target among the collected entries
-    edits = {e.get("targetId"): e for e in entries if e.get("type") == "context_edit"}
+    edits = {js_key(e.get("targetId")): e for e in entries if e.get("type") == "context_edit"}
     messages: list[dict[str, Any]] = []
     total = 0
     for e in reversed(entries):
-        m = _message(e, edits.get(e.get("id")))
+        m = _message(e, edits.get(js_key(e.get("id"))))
         if m is None:
             continue
         extract_file_ops(m, ops)
@@ -150,10 +152,14 @@ def _truncate(text: str, limit: int) -> str:
     return f"{head}\n\n[... {n - limit} more characters truncated]"
 
 
-def _texts(content: Any) -> str:
+def block_texts(content: Any, separator: str = "") -> str:
+    """The text blocks' texts joined (JS's join: a text of another type as `String()` gives it)."""
     if isinstance(content, str):
         return content
-    return "".join(c.get("text", "") for c in content or [] if isinstance(c, dict) and c.get("type") == "text")
+    if not isinstance(content, list):
+        return ""
+    blocks = (c for c in content if isinstance(c, dict) and c.get("type") == "text")
+    return separator.join(js_string(c.get("text"), "") for c in blocks)
 
 
 def serialize_conversation(messages: list[dict[str, Any]]) -> str:
@@ -161,7 +167,7 @@ def serialize_conversation(messages: list[dict[str, Any]]) -> str:
     for m in messages:
         role = m.get("role")
         if role == "user":
-            text = _texts(m.get("content"))
+            text = block_texts(m.get("content"))
             if text:
                 parts.append(f"[User]: {text}")
         elif role == "assistant":
@@ -181,7 +187,7 @@ def serialize_conversation(messages: list[dict[str, Any]]) -> str:
             if calls:
                 parts.append("[Assistant tool calls]: " + "; ".join(calls))
         elif role == "toolResult":
-            text = _texts(m.get("content"))
+            text = block_texts(m.get("content"))
             if text:
                 parts.append(f"[Tool result]: {_truncate(text, TOOL_RESULT_MAX_CHARS)}")
     return "\n\n".join(parts)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pi_server.context.build import context_for_path, entry_messages, project
+from pi_server.jsutil import js_key
 from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.tokens import estimate_tokens, projected_context_tokens
 from pi_server.summaries.branch import (
@@ -46,13 +47,13 @@ def projection(path: list[dict[str, Any]]) -> list[Projected]:
         if e.get("type") == "compaction" and k > 0:
             out.append((e, []))  # an older compaction inside the kept range contributes nothing
             continue
-        edit = edits.get(e.get("id"))
+        edit = edits.get(js_key(e.get("id")))
         out.append((e, project(e, path[edit] if edit is not None else None)))
     return out
 
 
 def _has(messages: list[dict[str, Any]], roles: frozenset[str]) -> bool:
-    return any(m.get("role") in roles for m in messages)
+    return any(isinstance(m.get("role"), str) and m["role"] in roles for m in messages)
 
 
 def _starts_turn(p: Projected) -> bool:
@@ -69,11 +70,11 @@ def _omitted(p: Projected) -> bool:
 
 def _recovery_suffix(suffix: list[Projected]) -> bool:
     """A closed suffix holding only omitted attempts (and their edits): the cut moves past it."""
-    omitted = {p[0].get("id") for p in suffix if _omitted(p)}
+    omitted = {js_key(p[0].get("id")) for p in suffix if _omitted(p)}
     external = any(
         p[0].get("type") == "context_edit"
         and p[0].get("replacement") is not None
-        and p[0].get("targetId") not in omitted
+        and js_key(p[0].get("targetId")) not in omitted
         for p in suffix
     )
     attempt = any(

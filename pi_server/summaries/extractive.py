@@ -7,13 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_server.summaries.branch import BranchRequest
+from pi_server.summaries.branch import BranchRequest, block_texts
 
 
 def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(c.get("text", "") for c in content or [] if isinstance(c, dict) and c.get("type") == "text")
+    return block_texts(content, "\n")
 
 
 def _line(text: str, limit: int = 200) -> str:

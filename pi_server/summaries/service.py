@@ -29,8 +29,10 @@ class Summary(msgspec.Struct, rename="camel", omit_defaults=True):
 
 def summary_model(session_model: dict | None, configured: str | None) -> ModelInfo:
     """The session's model when it is an Anthropic one pi knows, else the configured one."""
-    if session_model and session_model.get("provider") == "anthropic" and session_model.get("modelId") in ANTHROPIC:
-        return ANTHROPIC[session_model["modelId"]]
+    if session_model and session_model.get("provider") == "anthropic":
+        model_id = session_model.get("modelId")
+        if isinstance(model_id, str) and model_id in ANTHROPIC:
+            return ANTHROPIC[model_id]
     if configured and configured in ANTHROPIC:
         return ANTHROPIC[configured]
     return ANTHROPIC[DEFAULT_ANTHROPIC]

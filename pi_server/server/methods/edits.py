@@ -46,7 +46,7 @@ async def get_context_edits(ls: Host, p: params.GetContextEdits) -> Any:
             out.append(
                 {
                     "id": e.get("id"),
-                    "targetId": target,
+                    "targetId": e.get("targetId"),
                     "replacement": e.get("replacement"),
                     "timestamp": e.get("timestamp"),
                     "applied": tpos is not None and tpos in selected,
