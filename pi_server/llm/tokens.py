@@ -119,11 +119,13 @@ def estimate_total(messages: list[dict[str, Any]]) -> int:
 
 
 def usable_usage(m: dict[str, Any]) -> bool:
-    """pi's getAssistantUsage: a finished assistant reply whose usage counts some tokens."""
+    """pi's getAssistantUsage: a finished assistant reply whose usage counts some tokens (a
+    message or usage that is no object counts none: its fields read as undefined in pi)."""
     return (
-        m.get("role") == "assistant"
+        isinstance(m, dict)
+        and m.get("role") == "assistant"
         and m.get("stopReason") not in ("aborted", "error")
-        and bool(m.get("usage"))
+        and isinstance(m.get("usage"), dict)
         and context_tokens(m["usage"]) > 0
     )
 
