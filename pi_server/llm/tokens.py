@@ -145,7 +145,7 @@ def projected_context_tokens(messages: list[dict[str, Any]], ids: list[Any], pat
             return context_tokens(messages[last]["usage"]) + estimate_total(messages[last + 1 :])
     system = current_system_message(messages)
     tokens = estimate_tokens(system) if system else 0
-    return tokens + sum(estimate_tokens(m) for m in messages if m.get("role") != "system")
+    return tokens + sum(estimate_tokens(m) for m in messages if not isinstance(m, dict) or m.get("role") != "system")
 
 
 class _Block(msgspec.Struct, gc=False):
