@@ -171,8 +171,42 @@ def _read_token(path: str | None) -> str:
     return token
 
 
+def _no_daemon(args: argparse.Namespace) -> bool:
+    """In-process service: asked for, or no Unix sockets here."""
+    import socket
+
+    return args.no_daemon or os.environ.get("PI_SERVER_NO_DAEMON") == "1" or not hasattr(socket, "AF_UNIX")
+
+
+def _connector_config(args: argparse.Namespace) -> Any:
+    from pi_server.connector import Config
+
+    return Config(
+        session_dirs=list(args.sessions_dir or []),
+        state_dir=args.state_dir,
+        busy_timeout=args.busy_timeout,
+        max_live_entries=args.max_live_entries,
+        log_file=getattr(args, "log_file", None),
+        idle_exit=_idle_exit(args),
+    )
+
+
+def _idle_exit(args: argparse.Namespace) -> float | None:
+    if args.idle_exit is not None:
+        return args.idle_exit
+    env = os.environ.get("PI_SERVER_IDLE_EXIT")
+    try:
+        return float(env) if env else None
+    except ValueError:
+        raise CliError(f"PI_SERVER_IDLE_EXIT is not a number of seconds: {env}") from None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     tcp = getattr(args, "tcp", False)
+    if not tcp and not _no_daemon(args):
+        from pi_server.connector import serve
+
+        return serve(_connector_config(args))
     early = None
     if not tcp:  # before any other import: see server/quickstart.py
         from pi_server.server import quickstart
@@ -223,6 +257,99 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os._exit(0)  # watcher threads must not outlive the connection
 
 
+def cmd_daemon(args: argparse.Namespace) -> int:
+    if args.action == "run":
+        return _run_daemon(args)
+    from pi_server import rendezvous
+    from pi_server.connector import ConnectError, connect
+
+    cfg = _connector_config(args)
+    try:
+        found = connect(cfg, args.action, start=False)
+    except (rendezvous.Refused, ConnectError) as e:
+        raise CliError(str(e)) from None
+    if found is None:
+        sock = rendezvous.paths(cfg.key())[0]
+        print(f"pi-server: no daemon runs for this configuration (its socket would be {sock})", file=sys.stderr)
+        return 1
+    sock, answer = found
+    if args.action == "stop":
+        rendezvous.read_line(sock)  # the daemon closes once it has saved its indexes and left its socket
+        print("pi-server: daemon stopped", file=sys.stderr)
+        return 0
+    status = json.loads(answer)
+    if args.json:
+        _dump(status)
+    else:
+        for k in ("pid", "version", "socket", "uptime", "clients", "sessionsIndexed", "rss", "stateDir", "log"):
+            print(f"{k:16} {status[k]}")
+    return 0
+
+
+def _run_daemon(args: argparse.Namespace) -> int:
+    """The daemon itself: its log in the state dir (or --log-file), never the caller's streams."""
+    import logging
+
+    from pi_server.server.host import ServerOptions
+    from pi_server.store.state import default_state_dir
+
+    state = os.path.abspath(os.path.expanduser(args.state_dir or default_state_dir()))
+    log_path, problem = _daemon_log(args.log_file, state)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        filename=log_path,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("pygls").setLevel(logging.CRITICAL)
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    if problem:
+        logging.getLogger("pi_server").warning("%s", problem)
+    from pi_server import redact
+    from pi_server.llm.client import api_key
+    from pi_server.server.daemon import serve_daemon
+
+    redact.install([api_key()])
+    options = ServerOptions(
+        session_dirs=[os.path.abspath(os.path.expanduser(d)) for d in args.sessions_dir or []],
+        state_dir=state,
+        busy_timeout=args.busy_timeout or 120.0,
+        max_live_entries=args.max_live_entries or 100_000,
+    )
+    idle = _idle_exit(args)
+    try:
+        code = serve_daemon(options, 600.0 if idle is None else idle, log_path or "")
+    except OSError as e:
+        logging.getLogger("pi_server").error("the daemon cannot listen: %s", e)
+        raise CliError(f"the daemon cannot listen: {e.strerror or e}") from None
+    except Exception as e:
+        logging.getLogger("pi_server").error("%s", e)
+        raise CliError(str(e)) from None
+    os._exit(code)  # watcher threads must not outlive the daemon
+
+
+def _daemon_log(flag: str | None, state: str) -> tuple[str | None, str | None]:
+    """Where the daemon logs, and the problem to log once: a state dir it cannot write is
+    served without the index cache, and the log goes beside the socket instead."""
+    if flag:
+        return flag, None
+    from pi_server import rendezvous
+
+    path = os.path.join(state, "daemon.log")
+    try:
+        os.makedirs(state, exist_ok=True)
+        with open(path, "a"):
+            pass
+        probe = os.path.join(state, f".probe-{os.getpid()}")
+        with open(probe, "wb") as f:
+            f.write(b"x" * 4096)
+        os.unlink(probe)
+        return path, None
+    except OSError as e:
+        other = os.path.join(rendezvous.ensure_socket_dir(), "daemon-" + str(os.getpid()) + ".log")
+        why = e.strerror or str(e)
+        return other, f"state dir {state} cannot be written ({why}): serving without the index cache"
+
+
 def _count(text: str) -> int:
     """A non-negative integer argument."""
     try:
@@ -254,6 +381,7 @@ def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
     if not serve_only:
         _add_reading_commands(sub)
     _add_serve(sub)
+    _add_daemon(sub)
     return p
 
 
@@ -308,9 +436,27 @@ def _add_serve(sub: Any) -> None:
     # language clients name their transport and process id; stdio is what pi-server speaks anyway
     sv.add_argument("--stdio", action="store_true", help="serve over stdio (the default; accepted for LSP clients)")
     sv.add_argument("--clientProcessId", metavar="PID", help=argparse.SUPPRESS)
-    sv.add_argument("--log-file", metavar="F", help="log here instead of stderr")
+    sv.add_argument("--log-file", metavar="F", help="log here instead of stderr (a daemon this starts logs here)")
     sv.add_argument("-v", "--verbose", action="store_true")
+    sv.add_argument(
+        "--no-daemon", action="store_true", help="serve in this process, not through the daemon (PI_SERVER_NO_DAEMON=1)"
+    )
+    sv.add_argument("--idle-exit", type=float, metavar="S", help="seconds a daemon this starts stays without clients")
     sv.set_defaults(func=cmd_serve)
+
+
+def _add_daemon(sub: Any) -> None:
+    dm = sub.add_parser("daemon", help="the background server editors share: run it, see it, stop it")
+    dm.add_argument("action", nargs="?", choices=("run", "status", "stop"), default="run")
+    dm.add_argument("--sessions-dir", action="append", metavar="D", help="a sessions root (repeatable)")
+    dm.add_argument("--state-dir", metavar="D", help="where indexes, leaf pointers and pending writes are kept")
+    dm.add_argument("--busy-timeout", type=float, metavar="S", help="seconds after which a pi turn counts as over")
+    dm.add_argument("--max-live-entries", type=_count, metavar="N", help="entries kept indexed in memory")
+    dm.add_argument("--idle-exit", type=float, metavar="S", help="exit after this long without clients (default 600)")
+    dm.add_argument("--log-file", metavar="F", help="default: daemon.log in the state dir")
+    dm.add_argument("--json", action="store_true", help="status as JSON")
+    dm.add_argument("-v", "--verbose", action="store_true")
+    dm.set_defaults(func=cmd_daemon)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -320,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["serve", *argv]  # no subcommand: serve over stdio
-    args = build_parser(serve_only=argv[0] == "serve").parse_args(argv)
+    args = build_parser(serve_only=argv[0] in ("serve", "daemon")).parse_args(argv)
     try:
         return args.func(args)
     except CliError as e:

@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -170,10 +171,16 @@ async def authenticate(conn: Connection, reader: asyncio.StreamReader, writer: a
     except Exception:
         _send(writer, _error(msg["id"], -32602, "invalid params: not InitializeParams"))
         return False
-    conn.authorized = True
-    conn.protocol.set_writer(writer)  # type: ignore[arg-type]
+    attach(conn, writer)
     conn.protocol.handle_message(message)
     return True
+
+
+def attach(conn: Connection, writer: asyncio.StreamWriter) -> None:
+    """An admitted client: its protocol writes to the connection from now on (TCP after the
+    token, the daemon's Unix socket after the peer's uid)."""
+    conn.authorized = True
+    conn.protocol.set_writer(writer)  # type: ignore[arg-type]
 
 
 async def _serve_authenticated(conn: Connection, reader: asyncio.StreamReader) -> None:
@@ -195,10 +202,16 @@ async def _serve_authenticated(conn: Connection, reader: asyncio.StreamReader) -
             log.exception("unable to handle a message")
 
 
-async def handle_connection(hub: Hub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+Admit = Callable[[Connection, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[bool]]
+
+
+async def handle_connection(
+    hub: Hub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, admit: Admit | None = None
+) -> None:
+    """One client from admission (the token over TCP) to its end; its failures end it alone."""
     conn = hub.connect()
     try:
-        if await authenticate(conn, reader, writer):
+        if await (admit or authenticate)(conn, reader, writer):
             await _serve_authenticated(conn, reader)
         else:
             await _linger(reader, writer)

@@ -1,0 +1,207 @@
+"""`pi-server daemon`: one long-running server per user and configuration, on a Unix socket.
+
+Every connection is its own LSP client, served as TCP connections are
+(`server/tcp.py`: its own pygls protocol over the hub's one registry, worker
+and background work), without the token: the socket's folder is 0700, the
+socket 0600, and each peer's uid is checked against ours before a byte is read.
+A connection starts with one greeting line (`rendezvous`): `lsp` (then LSP
+frames), `status` or `stop`. With no client for `idle_exit` seconds the daemon
+saves its indexes and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pi_server import __version__, rendezvous
+from pi_server.server.host import ServerOptions
+from pi_server.server.tcp import LINE_LIMIT, Connection, Hub, attach, handle_connection
+
+log = logging.getLogger("pi_server")
+
+GREETING_TIMEOUT = 10.0
+
+
+@dataclass
+class Daemon:
+    hub: Hub
+    key: str
+    sock_path: str
+    pid_file: str
+    idle_exit: float
+    log_path: str
+    started: float = field(default_factory=time.time)
+    idle_since: float = field(default_factory=time.monotonic)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def status(self) -> dict[str, Any]:
+        reg = self.hub.registry
+        return {
+            "pid": os.getpid(),
+            "version": __version__,
+            "socket": self.sock_path,
+            "key": self.key,
+            "uptime": round(time.time() - self.started, 3),
+            "clients": len(self.hub.connections),
+            "sessionsIndexed": len(reg.sessions),
+            "rss": rss_bytes(),
+            "roots": list(reg.roots),
+            "stateDir": str(reg.state.root),
+            "log": self.log_path,
+            "idleExit": self.idle_exit,
+        }
+
+
+def rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux units; macOS: bytes
+
+
+async def _admit_local(conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    attach(conn, writer)  # the peer's uid was checked: no token
+    return True
+
+
+async def handle(d: Daemon, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    try:
+        uid = rendezvous.peer_uid(sock)
+    except OSError:
+        uid = None
+    if uid != os.getuid():  # refused before a byte is read or written
+        log.warning("connection refused: peer uid %s is not ours", uid)
+        writer.close()
+        return
+    try:
+        line = await asyncio.wait_for(reader.readline(), GREETING_TIMEOUT)
+    except (TimeoutError, ValueError, ConnectionError, asyncio.LimitOverrunError):
+        writer.close()
+        return
+    parts = line.split()
+    if len(parts) != 3 or parts[0] != rendezvous.GREETING or parts[1].decode() not in rendezvous.VERBS:
+        log.warning("connection dropped: not a pi-server greeting")
+        writer.close()
+        return
+    if parts[2].decode() != d.key:  # another configuration's connector: never served here
+        writer.write(rendezvous.GREETING + b" other-configuration\n")
+        writer.close()
+        return
+    verb = parts[1].decode()
+    if verb == "lsp":
+        writer.write(rendezvous.GREETING + b" ok\n")
+        try:
+            await handle_connection(d.hub, reader, writer, admit=_admit_local)
+        finally:
+            if not d.hub.connections:
+                d.idle_since = time.monotonic()
+        return
+    if verb == "status":
+        writer.write(rendezvous.GREETING + b" ok " + json.dumps(d.status()).encode() + b"\n")
+    else:
+        writer.write(rendezvous.GREETING + b" ok stopping\n")
+        d.done.set()
+    with contextlib.suppress(Exception):
+        await writer.drain()
+    writer.close()
+
+
+async def _idle_watch(d: Daemon) -> None:
+    tick = max(0.05, min(1.0, d.idle_exit / 4))
+    while not d.done.is_set():
+        await asyncio.sleep(tick)
+        if not d.hub.connections and time.monotonic() - d.idle_since >= d.idle_exit:
+            log.info("no client for %.0f s: exiting", d.idle_exit)
+            d.done.set()
+
+
+def bind(sock_path: str, pid_file: str, key: str) -> socket.socket | None:
+    """The listening socket (None when a daemon of this key already answers there)."""
+    found = rendezvous.dial(sock_path, pid_file, key, "status")
+    if found is not None:
+        found[0].close()
+        return None
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # 0600 from the start: no moment where others could connect
+    try:
+        s.bind(sock_path)
+    except OSError:
+        s.close()
+        raise
+    finally:
+        os.umask(old)
+    os.chmod(sock_path, 0o600)
+    s.listen(128)
+    rec = json.dumps({"pid": os.getpid(), "ino": os.lstat(sock_path).st_ino, "version": __version__})
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(pid_file), prefix=".pid.")
+    with os.fdopen(fd, "w") as f:
+        f.write(rec)
+    os.replace(tmp, pid_file)
+    return s
+
+
+def _remove_own(d: Daemon) -> None:
+    """The socket and pid record, if they are still this daemon's (a successor may have replaced them)."""
+    try:
+        with open(d.pid_file) as f:
+            mine = json.load(f).get("pid") == os.getpid()
+    except (OSError, ValueError, AttributeError):
+        mine = False
+    if mine:
+        for p in (d.sock_path, d.pid_file):
+            with contextlib.suppress(OSError):
+                os.unlink(p)
+
+
+async def _run(options: ServerOptions, sock: socket.socket, d_args: dict[str, Any]) -> None:
+    hub = Hub(options)
+    d = Daemon(hub=hub, **d_args)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, d.done.set)
+    server = await asyncio.start_unix_server(lambda r, w: handle(d, r, w), sock=sock, limit=LINE_LIMIT)
+    log.info("daemon %d listening on %s (pi-server %s)", os.getpid(), d.sock_path, __version__)
+    watch = asyncio.ensure_future(_idle_watch(d))
+    async with server:
+        await d.done.wait()
+        watch.cancel()
+        server.close()
+        _remove_own(d)  # new connectors start a new daemon from now on
+        try:
+            await asyncio.wait_for(hub.root.core(hub.registry.save_all), 30)
+        except Exception:
+            log.exception("saving the indexes on exit failed")
+    log.info("daemon %d exits", os.getpid())
+
+
+def serve_daemon(options: ServerOptions, idle_exit: float, log_path: str) -> int:
+    """Listen for this configuration's clients until stopped or idle; 0 also when one already runs."""
+    key = rendezvous.config_key(
+        options.session_dirs,
+        options.state_dir or rendezvous.default_state_dir(),
+        options.busy_timeout,
+        options.max_live_entries,
+    )
+    rendezvous.ensure_socket_dir()
+    sock_path, pid_file, _lock = rendezvous.paths(key)
+    sock = bind(sock_path, pid_file, key)
+    if sock is None:
+        log.info("a daemon already serves this configuration at %s", sock_path)
+        return 0
+    args = {"key": key, "sock_path": sock_path, "pid_file": pid_file, "idle_exit": idle_exit, "log_path": log_path}
+    asyncio.run(_run(options, sock, args))
+    return 0
