@@ -117,10 +117,18 @@ class PiServer(Host, LanguageServer):
 
     def notify(self, method: str, payload: dict[str, Any]) -> None:
         """Send a notification (the TCP transport routes file notifications to every client)."""
-        self.protocol.notify(method, payload)
+        self.protocol.notify(method, self.typed(method, payload))
+
+    def typed(self, method: str, params: Any) -> Any:
+        """An LSP method's params as their lsprotocol type, which pygls sends them through
+        (a `pi/*` method's stay plain)."""
+        types = lsp.METHOD_TO_TYPES.get(method)
+        if types is not None and types[2] is not None and isinstance(params, dict):
+            return self.protocol._converter.structure(params, types[2])
+        return params
 
     async def request(self, method: str, params: Any) -> Any:
-        reply = await self.protocol.send_request_async(method, params)
+        reply = await self.protocol.send_request_async(method, self.typed(method, params))
         if reply is None or isinstance(reply, dict | list | str | int | float | bool):
             return reply
         return getattr(reply, "__dict__", reply)  # pygls may hand back an attrs object

@@ -82,6 +82,7 @@ class Connection(PiServer):
     def __init__(self, options: ServerOptions, hub: Hub) -> None:
         super().__init__(options)
         self.hub = hub
+        self.fanout: dict[str, list[tuple[Connection, str]]] = {}  # the root's progress tokens
         if hasattr(hub, "worker"):  # the root made the worker every other connection shares
             self.worker.shutdown(wait=False)
             self.worker = hub.worker
@@ -100,7 +101,33 @@ class Connection(PiServer):
         if method in BROADCAST:
             self.hub.broadcast(method, payload)
         elif self.protocol.writer is not None:
-            self.protocol.notify(method, payload)
+            self.protocol.notify(method, self.typed(method, payload))
+
+    async def begin_progress(self, title: str, message: str | None = None, percentage: int | None = None) -> str | None:
+        """The root's progress (the store's indexing) is shown by every client that takes
+        progress, each under its own token."""
+        if self is not self.hub.root:
+            return await super().begin_progress(title, message, percentage)
+        clients = [c for c in self.hub.connections if c.authorized and c.protocol.writer is not None]
+        tokens = await asyncio.gather(*(c.begin_progress(title, message, percentage) for c in clients))
+        shown = [(c, t) for c, t in zip(clients, tokens, strict=True) if t is not None]
+        if not shown:
+            return None
+        token = f"fanout-{id(shown)}"
+        self.fanout[token] = shown
+        return token
+
+    def report_progress(self, token: str | None, message: str, percentage: int | None = None) -> None:
+        for conn, t in self.fanout.get(token or "", []):
+            conn.report_progress(t, message, percentage)
+        if self is not self.hub.root:
+            super().report_progress(token, message, percentage)
+
+    def end_progress(self, token: str | None, message: str | None = None) -> None:
+        for conn, t in self.fanout.pop(token or "", []):
+            conn.end_progress(t, message)
+        if self is not self.hub.root:
+            super().end_progress(token, message)
 
     def refuse(self) -> None:
         writer = self.protocol.writer
