@@ -182,7 +182,7 @@ async def _run(options: ServerOptions, sock: socket.socket, d_args: dict[str, An
         server.close()
         _remove_own(d)  # new connectors start a new daemon from now on
         try:
-            await asyncio.wait_for(hub.root.core(hub.registry.save_all), 30)
+            await asyncio.wait_for(hub.root.shutdown_core(), 30)  # background work stopped, indexes saved
         except Exception:
             log.exception("saving the indexes on exit failed")
     log.info("daemon %d exits", os.getpid())
