@@ -14,8 +14,8 @@ from pi_server import __version__
 if TYPE_CHECKING:
     from pi_server.store.index import SessionIndex
 
-# The core is imported by the commands that use it, not here: the stdio server
-# answers `initialize` before any of it is loaded (see server/quickstart.py).
+# The core is imported by the commands that use it, not here: what editors start is the
+# connector (connector.py), which imports none of it.
 
 
 class CliError(Exception):
@@ -207,11 +207,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from pi_server.connector import serve
 
         return serve(_connector_config(args))
-    early = None
-    if not tcp:  # before any other import: see server/quickstart.py
-        from pi_server.server import quickstart
-
-        early = quickstart.answer_initialize(getattr(args, "state_dir", None))
     import logging
 
     from pi_server.server.host import ServerOptions
@@ -245,11 +240,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise CliError(str(e)) from None
         except KeyboardInterrupt:
             pass
-    else:
-        from pi_server.server.lean import serve_stdio
+    else:  # --no-daemon: this process serves its one client over stdio
+        from pi_server.server.app import create_server
 
-        assert early is not None
-        serve_stdio(options, early, sys.stdout.buffer)
+        try:
+            create_server(options).start_io()
+        except KeyboardInterrupt:
+            pass
     try:
         sys.stdout.flush()
     except (OSError, ValueError):

@@ -1,7 +1,6 @@
-"""The pygls server: LSP features, TCP connections, and `pi/*` over them.
+"""The pygls server: LSP features and `pi/*` over every transport (daemon, TCP, stdio).
 
-The state and the core calls are `host.Host`'s, shared with the lean stdio loop;
-this class adds what pygls does: typed LSP messages, the workspace of open
+The state and the core calls are `host.Host`'s; this class adds what pygls does: typed LSP messages, the workspace of open
 documents, and the connection services (`notify`, `request`, progress) over
 pygls's protocol.
 """
@@ -88,7 +87,7 @@ class PiProtocol(EncodedResults, LanguageServerProtocol):
             self._server._report_server_error(error, JsonRpcInternalError)
 
     def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
-        """Our errors (`errors.PiError`, which the lean loop sends too) as the contract's error
+        """Our errors (`errors.PiError`) as the contract's error
         answer; pygls would report anything that is not its own exception as internal."""
         exc = None if future.cancelled() else future.exception()
         if isinstance(exc, errors.PiError):

@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from pi_server.server import memory
+
 log = logging.getLogger("pi_server")
 _encode = msgspec.json.Encoder().encode
 
@@ -72,6 +74,7 @@ class EncodedResults:
             res = writer.write(frame(msg_id, result, self._include_headers))  # type: ignore[attr-defined]
             if inspect.isawaitable(res):
                 asyncio.ensure_future(res)
+            memory.after_answer(len(result.data))  # a long-running daemon gives a large answer's memory back
         except BrokenPipeError:
             raise
         except Exception as e:
