@@ -284,67 +284,21 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 
 def _run_daemon(args: argparse.Namespace) -> int:
-    """The daemon itself: its log in the state dir (or --log-file), never the caller's streams."""
-    import logging
+    from pi_server.server.daemon import ListenFailed, run
 
-    from pi_server.server.host import ServerOptions
-    from pi_server.store.state import default_state_dir
-
-    state = os.path.abspath(os.path.expanduser(args.state_dir or default_state_dir()))
-    log_path, problem = _daemon_log(args.log_file, state)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        filename=log_path,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("pygls").setLevel(logging.CRITICAL)
-    logging.getLogger("watchfiles").setLevel(logging.WARNING)
-    if problem:
-        logging.getLogger("pi_server").warning("%s", problem)
-    from pi_server import redact
-    from pi_server.llm.client import api_key
-    from pi_server.server.daemon import serve_daemon
-
-    redact.install([api_key()])
-    options = ServerOptions(
-        session_dirs=[os.path.abspath(os.path.expanduser(d)) for d in args.sessions_dir or []],
-        state_dir=state,
-        busy_timeout=args.busy_timeout or 120.0,
-        max_live_entries=args.max_live_entries or 100_000,
-    )
-    idle = _idle_exit(args)
     try:
-        code = serve_daemon(options, 600.0 if idle is None else idle, log_path or "")
-    except OSError as e:
-        logging.getLogger("pi_server").error("the daemon cannot listen: %s", e)
-        raise CliError(f"the daemon cannot listen: {e.strerror or e}") from None
-    except Exception as e:
-        logging.getLogger("pi_server").error("%s", e)
+        code = run(
+            session_dirs=args.sessions_dir or [],
+            state_dir=args.state_dir,
+            busy_timeout=args.busy_timeout or 120.0,
+            max_live_entries=args.max_live_entries or 100_000,
+            idle_exit=_idle_exit(args),
+            log_file=args.log_file,
+            verbose=args.verbose,
+        )
+    except ListenFailed as e:
         raise CliError(str(e)) from None
     os._exit(code)  # watcher threads must not outlive the daemon
-
-
-def _daemon_log(flag: str | None, state: str) -> tuple[str | None, str | None]:
-    """Where the daemon logs, and the problem to log once: a state dir it cannot write is
-    served without the index cache, and the log goes beside the socket instead."""
-    if flag:
-        return flag, None
-    from pi_server import rendezvous
-
-    path = os.path.join(state, "daemon.log")
-    try:
-        os.makedirs(state, exist_ok=True)
-        with open(path, "a"):
-            pass
-        probe = os.path.join(state, f".probe-{os.getpid()}")
-        with open(probe, "wb") as f:
-            f.write(b"x" * 4096)
-        os.unlink(probe)
-        return path, None
-    except OSError as e:
-        other = os.path.join(rendezvous.ensure_socket_dir(), "daemon-" + str(os.getpid()) + ".log")
-        why = e.strerror or str(e)
-        return other, f"state dir {state} cannot be written ({why}): serving without the index cache"
 
 
 def _count(text: str) -> int:
@@ -461,6 +415,12 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(encoding="utf-8")
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] == "serve" or argv[0].startswith("-"):
+        from pi_server import connector
+
+        cfg = connector.parse_flags(argv)
+        if cfg is not None:  # what editors start: no argparse, none of the server
+            return connector.serve(cfg)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["serve", *argv]  # no subcommand: serve over stdio
     args = build_parser(serve_only=argv[0] in ("serve", "daemon")).parse_args(argv)

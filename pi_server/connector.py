@@ -10,14 +10,11 @@ the daemon goes away the connector exits non-zero, so the editor restarts it
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 
 from pi_server import rendezvous
 
@@ -29,14 +26,24 @@ class ConnectError(Exception):
     """No daemon could be reached or started: one line for the user, exit status 2."""
 
 
-@dataclass
 class Config:
-    session_dirs: list[str] = field(default_factory=list)
-    state_dir: str | None = None
-    busy_timeout: float | None = None
-    max_live_entries: int | None = None
-    log_file: str | None = None
-    idle_exit: float | None = None
+    """The flags that pick (and start) a daemon. A plain class: dataclasses cost an import."""
+
+    def __init__(
+        self,
+        session_dirs: list[str] | None = None,
+        state_dir: str | None = None,
+        busy_timeout: float | None = None,
+        max_live_entries: int | None = None,
+        log_file: str | None = None,
+        idle_exit: float | None = None,
+    ) -> None:
+        self.session_dirs = session_dirs or []
+        self.state_dir = state_dir
+        self.busy_timeout = busy_timeout
+        self.max_live_entries = max_live_entries
+        self.log_file = log_file
+        self.idle_exit = idle_exit
 
     def merged(self, init: object) -> Config:
         """The flags under the client's initializationOptions, as the server resolves them
@@ -91,6 +98,8 @@ def connect(cfg: Config, verb: str = "lsp", start: bool = True) -> tuple[object,
     found = rendezvous.dial(sock_path, pid_file, key, verb)
     if found is not None or not start:
         return found
+    import fcntl
+
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # ten connectors at once start one daemon
@@ -103,6 +112,8 @@ def connect(cfg: Config, verb: str = "lsp", start: bool = True) -> tuple[object,
 
 
 def _start(cfg: Config, key: str, sock_path: str, pid_file: str, verb: str) -> tuple[object, bytes]:
+    import subprocess
+
     argv = [sys.executable, "-m", "pi_server", "daemon", "run", *cfg.daemon_argv()]
     # a session of its own and no standard streams: it never holds a terminal, a pipe or a CI run
     proc = subprocess.Popen(
@@ -238,6 +249,59 @@ def relay(sock: object, first: bytes) -> int:
         return 0
     print("pi-server: the daemon went away", file=sys.stderr, flush=True)
     return 1
+
+
+_VALUED = {
+    "--sessions-dir": "session_dirs",
+    "--state-dir": "state_dir",
+    "--busy-timeout": "busy_timeout",
+    "--max-live-entries": "max_live_entries",
+    "--log-file": "log_file",
+    "--idle-exit": "idle_exit",
+}
+_IGNORED = ("--stdio", "-v", "--verbose")  # the daemon logs to its file; stdio is what this speaks
+
+
+def parse_flags(argv: list[str]) -> Config | None:
+    """The connector's flags, read without argparse (its import is a good part of a start);
+    None for anything else (help, TCP, --no-daemon, a bad value): the full parser takes those."""
+    if os.environ.get("PI_SERVER_NO_DAEMON") == "1":
+        return None
+    args = argv[1:] if argv[:1] == ["serve"] else argv
+    cfg = Config()
+    i = 0
+    try:
+        while i < len(args):
+            a = args[i]
+            name, eq, value = a.partition("=")
+            if a in _IGNORED or name == "--clientProcessId":
+                i += 1 if eq or name != "--clientProcessId" else 2
+                continue
+            field = _VALUED.get(name)
+            if field is None:
+                return None
+            if not eq:
+                i += 1
+                value = args[i]
+            i += 1
+            if field == "session_dirs":
+                cfg.session_dirs.append(value)
+            elif field in ("busy_timeout", "idle_exit"):
+                setattr(cfg, field, float(value))
+            elif field == "max_live_entries":
+                cfg.max_live_entries = int(value)
+                if cfg.max_live_entries < 0:
+                    return None
+            else:
+                setattr(cfg, field, value)
+    except (IndexError, ValueError):
+        return None
+    if cfg.idle_exit is None and os.environ.get("PI_SERVER_IDLE_EXIT"):
+        try:
+            cfg.idle_exit = float(os.environ["PI_SERVER_IDLE_EXIT"])
+        except ValueError:
+            return None
+    return cfg
 
 
 def serve(cfg: Config) -> int:

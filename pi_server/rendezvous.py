@@ -19,7 +19,6 @@ import socket
 import stat
 import struct
 import sys
-import tempfile
 
 from pi_server import __version__
 
@@ -40,6 +39,8 @@ def socket_dir() -> str:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         return os.path.join(runtime, "pi-server")
+    import tempfile  # only here: its imports cost a few milliseconds of every start
+
     return os.path.join(tempfile.gettempdir(), f"pi-server-{os.getuid()}")
 
 

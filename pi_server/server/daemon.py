@@ -188,6 +188,71 @@ async def _run(options: ServerOptions, sock: socket.socket, d_args: dict[str, An
     log.info("daemon %d exits", os.getpid())
 
 
+class ListenFailed(Exception):
+    """The daemon cannot take its socket (something foreign there, or the OS refused)."""
+
+
+def run(
+    session_dirs: list[str],
+    state_dir: str | None,
+    busy_timeout: float,
+    max_live_entries: int,
+    idle_exit: float | None,
+    log_file: str | None,
+    verbose: bool,
+) -> int:
+    """`pi-server daemon run`: its log in the state dir (or `log_file`), never the caller's streams."""
+    from pi_server.store.state import default_state_dir
+
+    state = os.path.abspath(os.path.expanduser(state_dir or default_state_dir()))
+    log_path, problem = _log_path(log_file, state)
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        filename=log_path,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("pygls").setLevel(logging.CRITICAL)
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    if problem:
+        log.warning("%s", problem)
+    from pi_server import redact
+    from pi_server.llm.client import api_key
+
+    redact.install([api_key()])  # the API key never reaches a log line, whoever logs it
+    options = ServerOptions(
+        session_dirs=[os.path.abspath(os.path.expanduser(d)) for d in session_dirs],
+        state_dir=state,
+        busy_timeout=busy_timeout,
+        max_live_entries=max_live_entries,
+    )
+    try:
+        return serve_daemon(options, 600.0 if idle_exit is None else idle_exit, log_path)
+    except (OSError, rendezvous.Refused) as e:
+        log.error("the daemon cannot listen: %s", e)
+        raise ListenFailed(f"the daemon cannot listen: {getattr(e, 'strerror', None) or e}") from None
+
+
+def _log_path(flag: str | None, state: str) -> tuple[str, str | None]:
+    """Where the daemon logs, and the problem to log once: a state dir it cannot write is
+    served without the index cache, and the log goes beside the socket instead."""
+    if flag:
+        return os.path.abspath(flag), None
+    path = os.path.join(state, "daemon.log")
+    try:
+        os.makedirs(state, exist_ok=True)
+        with open(path, "a"):
+            pass
+        probe = os.path.join(state, f".probe-{os.getpid()}")
+        with open(probe, "wb") as f:
+            f.write(b"x" * 4096)
+        os.unlink(probe)
+        return path, None
+    except OSError as e:
+        other = os.path.join(rendezvous.ensure_socket_dir(), f"daemon-{os.getpid()}.log")
+        why = e.strerror or str(e)
+        return other, f"state dir {state} cannot be written ({why}): serving without the index cache"
+
+
 def serve_daemon(options: ServerOptions, idle_exit: float, log_path: str) -> int:
     """Listen for this configuration's clients until stopped or idle; 0 also when one already runs."""
     key = rendezvous.config_key(
