@@ -331,3 +331,27 @@ def test_no_daemon_serves_in_process(store) -> None:
         assert c.initialize()["result"]["serverInfo"]["name"] == "pi-server"
         assert _status(store) is None and not os.path.exists(_paths(store)[0])
         assert c.close() == 0
+
+
+def _imported(argv: list[str], stdin: bytes) -> set[str]:
+    """The modules a real process imports (`-X importtime` lists each on stderr)."""
+    out = subprocess.run([sys.executable, "-X", "importtime", *argv], input=stdin, capture_output=True, timeout=60)
+    names = set()
+    for line in out.stderr.decode().splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip())
+    return names
+
+
+def test_the_connector_imports_only_the_standard_library(store) -> None:
+    c = Connector(store)
+    c.initialize()  # a daemon runs: the connector below only connects and relays
+    init = frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}})
+    rest = frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}) + frame({"jsonrpc": "2.0", "method": "exit"})
+    loaded = _imported(["-m", "pi_server", *_args(store)], init + rest)
+    baseline = _imported(["-c", "pass"], b"")  # the interpreter's own start (site, the editable install)
+    ours = {"pi_server", "pi_server.__main__", "pi_server.cli", "pi_server.connector", "pi_server.rendezvous"}
+    assert "pi_server.connector" in loaded
+    foreign = {m for m in loaded - baseline - ours if m.split(".")[0] not in sys.stdlib_module_names}
+    assert foreign == set()
+    assert c.close() == 0
