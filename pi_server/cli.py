@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
-import json
+import functools
 import os
-import re
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pi_server import __version__
 
 if TYPE_CHECKING:
+    import argparse
+    import re
+
     from pi_server.store.index import SessionIndex
 
 # The core is imported by the commands that use it, not here: what editors start is the
@@ -65,7 +66,11 @@ def _current_leaf(idx: SessionIndex, args: argparse.Namespace) -> tuple[str | No
     return idx.last_id, False
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+@functools.cache
+def _lone_surrogate() -> re.Pattern[str]:
+    import re  # here, as argparse and json: what editors start (the connector) needs none of them
+
+    return re.compile("[\ud800-\udfff]")
 
 
 def _raw_json(o: Any) -> Any:
@@ -73,19 +78,23 @@ def _raw_json(o: Any) -> Any:
     import msgspec
 
     if isinstance(o, msgspec.Raw):
+        import json
+
         return json.loads(bytes(o))
     raise TypeError(f"{type(o).__name__} is not JSON")
 
 
 def _dump(obj: Any) -> None:
     # pi cuts strings in UTF-16 units, leaving lone surrogates; JSON escapes them as JS does
+    import json
+
     text = json.dumps(obj, ensure_ascii=False, indent=2, default=_raw_json)
-    sys.stdout.write(_LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
+    sys.stdout.write(_lone_surrogate().sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 
 
 def _print(line: str) -> None:
     # a terminal shows a lone surrogate as U+FFFD, as node writes it
-    sys.stdout.write(_LONE_SURROGATE.sub("\ufffd", line) + "\n")
+    sys.stdout.write(_lone_surrogate().sub("\ufffd", line) + "\n")
 
 
 def _roots(dirs: list[str] | None) -> tuple[list[str], bool]:
@@ -274,6 +283,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         rendezvous.read_line(sock)  # the daemon closes once it has saved its indexes and left its socket
         print("pi-server: daemon stopped", file=sys.stderr)
         return 0
+    import json
+
     status = json.loads(answer)
     if args.json:
         _dump(status)
@@ -303,6 +314,8 @@ def _run_daemon(args: argparse.Namespace) -> int:
 
 def _count(text: str) -> int:
     """A non-negative integer argument."""
+    import argparse
+
     try:
         n = int(text)
     except ValueError:
@@ -312,14 +325,15 @@ def _count(text: str) -> int:
     return n
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        # one line, as every other CLI error (argparse would add the usage first)
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
 def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
     """The command line; `serve_only` leaves out the reading commands (and the core they import)."""
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            # one line, as every other CLI error (argparse would add the usage first)
+            self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
     p = _Parser(
         prog="pi-server",
         description="Serve pi's session trees to editors, or show them on the command line.",
@@ -371,6 +385,8 @@ def _add_reading_commands(sub: Any) -> None:
 
 
 def _add_serve(sub: Any) -> None:
+    import argparse
+
     sv = sub.add_parser("serve", help="serve the protocol (stdio unless --tcp)")
     sv.add_argument("--tcp", action="store_true", help="listen on 127.0.0.1 instead of stdio")
     sv.add_argument("--port", type=_count, default=0, help="default: a free port, printed on stderr")

@@ -12,7 +12,6 @@ daemon or to another program.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import socket
@@ -29,6 +28,12 @@ MAX_LINE = 4096  # a greeting or a status line
 _ENV_PREFIXES = ("PI_", "ANTHROPIC_", "OPENAI_")
 _ENV_NAMES = ("HOME", "USERPROFILE", "XDG_STATE_HOME")
 _ENV_IGNORED = ("PI_SERVER_NO_DAEMON", "PI_SERVER_IDLE_EXIT")
+
+
+try:  # CPython's own SHA-256: hashlib's would load OpenSSL, ~4 MB of every connector's memory
+    from _sha256 import sha256 as _sha256
+except ImportError:  # pragma: no cover - other interpreters
+    from hashlib import sha256 as _sha256
 
 
 class Refused(Exception):
@@ -95,7 +100,7 @@ def config_key(session_dirs: list[str], state_dir: str, busy_timeout: float, max
         "env": sorted(env.items()),
         "python": sys.executable,
     }
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:20]
+    return _sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:20]
 
 
 def paths(key: str) -> tuple[str, str, str]:
