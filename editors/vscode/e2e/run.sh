@@ -45,4 +45,6 @@ echo "== tests: vscode extension end to end (code-server $(node -p "require('$he
 rm -rf "$shim"
 trap - EXIT
 cd "$here"
-exec timeout 900 python -m pytest -q -p no:cacheprovider --basetemp="$(mktemp -d)" "$here"
+. "$here/../../../scripts/test-daemons.sh"
+trap stop_test_daemons EXIT
+timeout 900 python -m pytest -q -p no:cacheprovider --basetemp="$(mktemp -d)" "$here"
