@@ -5,13 +5,14 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
 
 from pi_server import __version__
 
+TYPE_CHECKING = False  # not typing's: what editors start (the connector) imports none of it
 if TYPE_CHECKING:
     import argparse
     import re
+    from typing import Any, NoReturn
 
     from pi_server.store.index import SessionIndex
 
