@@ -198,6 +198,7 @@ def _connector_config(args: argparse.Namespace) -> Any:
         max_live_entries=args.max_live_entries,
         log_file=getattr(args, "log_file", None),
         idle_exit=_idle_exit(args),
+        verbose=getattr(args, "verbose", False),
     )
 
 

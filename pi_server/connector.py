@@ -37,6 +37,7 @@ class Config:
         max_live_entries: int | None = None,
         log_file: str | None = None,
         idle_exit: float | None = None,
+        verbose: bool = False,
     ) -> None:
         self.session_dirs = session_dirs or []
         self.state_dir = state_dir
@@ -44,6 +45,7 @@ class Config:
         self.max_live_entries = max_live_entries
         self.log_file = log_file
         self.idle_exit = idle_exit
+        self.verbose = verbose  # like the log file: the daemon this starts logs so
 
     def merged(self, init: object) -> Config:
         """The flags under the client's initializationOptions, as the server resolves them
@@ -61,6 +63,7 @@ class Config:
             max_live_entries=live if _positive(live) and isinstance(live, int) else self.max_live_entries,
             log_file=self.log_file,
             idle_exit=self.idle_exit,
+            verbose=self.verbose,
         )
 
     def daemon_argv(self) -> list[str]:
@@ -75,6 +78,8 @@ class Config:
             argv += ["--log-file", os.path.abspath(self.log_file)]
         if self.idle_exit is not None:
             argv += ["--idle-exit", str(self.idle_exit)]
+        if self.verbose:
+            argv.append("-v")
         return argv
 
     def state(self) -> str:
@@ -259,7 +264,7 @@ _VALUED = {
     "--log-file": "log_file",
     "--idle-exit": "idle_exit",
 }
-_IGNORED = ("--stdio", "-v", "--verbose")  # the daemon logs to its file; stdio is what this speaks
+_IGNORED = ("--stdio",)  # stdio is what this speaks
 
 
 def parse_flags(argv: list[str]) -> Config | None:
@@ -274,6 +279,10 @@ def parse_flags(argv: list[str]) -> Config | None:
         while i < len(args):
             a = args[i]
             name, eq, value = a.partition("=")
+            if a in ("-v", "--verbose"):
+                cfg.verbose = True
+                i += 1
+                continue
             if a in _IGNORED or name == "--clientProcessId":
                 i += 1 if eq or name != "--clientProcessId" else 2
                 continue
