@@ -282,6 +282,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         return 1
     sock, answer = found
     if args.action == "stop":
+        sock.settimeout(120)
         rendezvous.read_line(sock)  # the daemon closes once it has saved its indexes and left its socket
         print("pi-server: daemon stopped", file=sys.stderr)
         return 0

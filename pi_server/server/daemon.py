@@ -43,6 +43,7 @@ class Daemon:
     started: float = field(default_factory=time.time)
     idle_since: float = field(default_factory=time.monotonic)
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    saved: asyncio.Event = field(default_factory=asyncio.Event)  # set once the indexes are saved on exit
 
     def status(self) -> dict[str, Any]:
         reg = self.hub.registry
@@ -92,16 +93,16 @@ async def handle(d: Daemon, reader: asyncio.StreamReader, writer: asyncio.Stream
     except (TimeoutError, ValueError, ConnectionError, asyncio.LimitOverrunError):
         writer.close()
         return
-    parts = line.split()
-    if len(parts) != 3 or parts[0] != rendezvous.GREETING or parts[1].decode() not in rendezvous.VERBS:
+    parts = line.decode("ascii", "replace").split()
+    if len(parts) != 3 or parts[0] != rendezvous.GREETING.decode() or parts[1] not in rendezvous.VERBS:
         log.warning("connection dropped: not a pi-server greeting")
         writer.close()
         return
-    if parts[2].decode() != d.key:  # another configuration's connector: never served here
+    if parts[2] != d.key:  # another configuration's connector: never served here
         writer.write(rendezvous.GREETING + b" other-configuration\n")
         writer.close()
         return
-    verb = parts[1].decode()
+    verb = parts[1]
     if verb == "lsp":
         writer.write(rendezvous.GREETING + b" ok\n")
         try:
@@ -115,6 +116,7 @@ async def handle(d: Daemon, reader: asyncio.StreamReader, writer: asyncio.Stream
     else:
         writer.write(rendezvous.GREETING + b" ok stopping\n")
         d.done.set()
+        await d.saved.wait()  # the caller's end of stream says the indexes are saved
     with contextlib.suppress(Exception):
         await writer.drain()
     writer.close()
@@ -185,6 +187,8 @@ async def _run(options: ServerOptions, sock: socket.socket, d_args: dict[str, An
             await asyncio.wait_for(hub.root.shutdown_core(), 30)  # background work stopped, indexes saved
         except Exception:
             log.exception("saving the indexes on exit failed")
+        d.saved.set()
+        await asyncio.sleep(0)  # `stop` callers hear it before the loop ends
     log.info("daemon %d exits", os.getpid())
 
 
