@@ -31,6 +31,7 @@ MAX_FRAME = 256 << 20  # authenticated clients (prompt images are base64)
 MAX_HEADER_LINES = 16
 AUTH_TIMEOUT = 10.0  # seconds a connection may stay open without authenticating
 LINGER_SECONDS = 1.0
+PROGRESS_TIMEOUT = 5.0  # seconds a client may take to accept a progress token
 LINE_LIMIT = 8192  # longest header line
 # what every authenticated client hears: changes to the files, not replies to someone's request
 BROADCAST = frozenset({"pi/sessionUpdated", "pi/sessionsChanged", "pi/savePoint"})
@@ -109,7 +110,7 @@ class Connection(PiServer):
         if self is not self.hub.root:
             return await super().begin_progress(title, message, percentage)
         clients = [c for c in self.hub.connections if c.authorized and c.protocol.writer is not None]
-        tokens = await asyncio.gather(*(c.begin_progress(title, message, percentage) for c in clients))
+        tokens = await asyncio.gather(*(_progress_of(c, title, message, percentage) for c in clients))
         shown = [(c, t) for c, t in zip(clients, tokens, strict=True) if t is not None]
         if not shown:
             return None
@@ -133,6 +134,14 @@ class Connection(PiServer):
         writer = self.protocol.writer
         if writer is not None:
             writer.close()
+
+
+async def _progress_of(conn: Connection, title: str, message: str | None, percentage: int | None) -> str | None:
+    """One client's progress token; a client slow to accept it goes without (the work never waits)."""
+    try:
+        return await asyncio.wait_for(conn.begin_progress(title, message, percentage), PROGRESS_TIMEOUT)
+    except TimeoutError:
+        return None
 
 
 async def read_frame(reader: asyncio.StreamReader, max_len: int) -> bytes | None:
