@@ -48,6 +48,7 @@ def stop_daemons(runtime_dir: str) -> list[int]:
 def _daemons_stopped() -> Any:
     yield
     stop_daemons(RUNTIME_DIR)
+    shutil.rmtree(RUNTIME_DIR, ignore_errors=True)  # their sockets: each daemon's own cleanup then finds none
 
 
 def node22() -> str:
