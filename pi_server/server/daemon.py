@@ -132,27 +132,42 @@ async def _idle_watch(d: Daemon) -> None:
 
 
 def bind(sock_path: str, pid_file: str, key: str) -> socket.socket | None:
-    """The listening socket (None when a daemon of this key already answers there)."""
+    """The listening socket (None when a daemon of this key already answers there).
+
+    Bound and listening under a temporary name, then linked into place (and recorded): a
+    connector never finds the path before it answers, and a link never replaces
+    anything that appeared there meanwhile."""
     found = rendezvous.dial(sock_path, pid_file, key, "status")
     if found is not None:
         found[0].close()
         return None
+    tmp_path = f"{sock_path}.{os.getpid()}.new"
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)  # 0600 from the start: no moment where others could connect
     try:
-        s.bind(sock_path)
-    except OSError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_path)
+        s.bind(tmp_path)
+        os.chmod(tmp_path, 0o600)
+        s.listen(128)
+        try:
+            os.link(tmp_path, sock_path)
+        except FileExistsError:  # another daemon of this key won the race: it serves
+            s.close()
+            return None
+        # the record that tells our dead daemon's socket (to replace) from anyone else's (to refuse)
+        rec = json.dumps({"pid": os.getpid(), "ino": os.lstat(sock_path).st_ino, "version": __version__})
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(pid_file), prefix=".pid.")
+        with os.fdopen(fd, "w") as f:
+            f.write(rec)
+        os.replace(tmp, pid_file)
+    except BaseException:
         s.close()
         raise
     finally:
         os.umask(old)
-    os.chmod(sock_path, 0o600)
-    s.listen(128)
-    rec = json.dumps({"pid": os.getpid(), "ino": os.lstat(sock_path).st_ino, "version": __version__})
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(pid_file), prefix=".pid.")
-    with os.fdopen(fd, "w") as f:
-        f.write(rec)
-    os.replace(tmp, pid_file)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_path)
     return s
 
 
