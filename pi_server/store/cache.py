@@ -152,15 +152,15 @@ class IndexCache:
             return None  # same size, touched: maybe rewritten in place
         from pi_server.store.index import SessionIndex
         from pi_server.store.records import Diagnostic, Header
-        from pi_server.store.scan import open_regular
+        from pi_server.store.scan import TAIL, open_regular
 
         fd = open_regular(path)
+        size = rec["indexedSize"]
         try:
             if os.pread(fd, len(rec["header_bytes"]), 0) != rec["header_bytes"]:
                 return None
-            if head_hash(fd, rec["indexedSize"]) != rec["head"]:
-                return None  # its first 4 KiB were rewritten in place
-            size = rec["indexedSize"]
+            if size > TAIL and head_hash(fd, size) != rec["head"]:
+                return None  # its first 4 KiB were rewritten (a shorter prefix: the tail digest covers it all)
             if size and os.pread(fd, 1, size - 1) != b"\n" and not rec["_skipping"]:
                 return None
         finally:
