@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import argparse
-import json
+import functools
 import os
-import re
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
 
 from pi_server import __version__
 
+TYPE_CHECKING = False  # not typing's: what editors start (the connector) imports none of it
 if TYPE_CHECKING:
+    import argparse
+    import re
+    from typing import Any, NoReturn
+
     from pi_server.store.index import SessionIndex
 
-# The core is imported by the commands that use it, not here: the stdio server
-# answers `initialize` before any of it is loaded (see server/quickstart.py).
+# The core is imported by the commands that use it, not here: what editors start is the
+# connector (connector.py), which imports none of it.
 
 
 class CliError(Exception):
@@ -70,7 +72,11 @@ def _current_leaf(idx: SessionIndex, args: argparse.Namespace) -> tuple[str | No
     return read_at(lid, explicit)
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+@functools.cache
+def _lone_surrogate() -> re.Pattern[str]:
+    import re  # here, as argparse and json: what editors start (the connector) needs none of them
+
+    return re.compile("[\ud800-\udfff]")
 
 
 def _raw_json(o: Any) -> Any:
@@ -78,19 +84,23 @@ def _raw_json(o: Any) -> Any:
     import msgspec
 
     if isinstance(o, msgspec.Raw):
+        import json
+
         return json.loads(bytes(o))
     raise TypeError(f"{type(o).__name__} is not JSON")
 
 
 def _dump(obj: Any) -> None:
     # pi cuts strings in UTF-16 units, leaving lone surrogates; JSON escapes them as JS does
+    import json
+
     text = json.dumps(obj, ensure_ascii=False, indent=2, default=_raw_json)
-    sys.stdout.write(_LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
+    sys.stdout.write(_lone_surrogate().sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 
 
 def _print(line: str) -> None:
     # a terminal shows a lone surrogate as U+FFFD, as node writes it
-    sys.stdout.write(_LONE_SURROGATE.sub("\ufffd", line) + "\n")
+    sys.stdout.write(_lone_surrogate().sub("\ufffd", line) + "\n")
 
 
 def _roots(dirs: list[str] | None) -> tuple[list[str], bool]:
@@ -226,13 +236,43 @@ def _read_token(path: str | None) -> str:
     return token
 
 
+def _no_daemon(args: argparse.Namespace) -> bool:
+    """In-process service: asked for, or no Unix sockets here."""
+    import socket
+
+    return args.no_daemon or os.environ.get("PI_SERVER_NO_DAEMON") == "1" or not hasattr(socket, "AF_UNIX")
+
+
+def _connector_config(args: argparse.Namespace) -> Any:
+    from pi_server.connector import Config
+
+    return Config(
+        session_dirs=list(args.sessions_dir or []),
+        state_dir=args.state_dir,
+        busy_timeout=args.busy_timeout,
+        max_live_entries=args.max_live_entries,
+        log_file=getattr(args, "log_file", None),
+        idle_exit=_idle_exit(args),
+        verbose=getattr(args, "verbose", False),
+    )
+
+
+def _idle_exit(args: argparse.Namespace) -> float | None:
+    if args.idle_exit is not None:
+        return args.idle_exit
+    env = os.environ.get("PI_SERVER_IDLE_EXIT")
+    try:
+        return float(env) if env else None
+    except ValueError:
+        raise CliError(f"PI_SERVER_IDLE_EXIT is not a number of seconds: {env}") from None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     tcp = getattr(args, "tcp", False)
-    early = None
-    if not tcp:  # before any other import: see server/quickstart.py
-        from pi_server.server import quickstart
+    if not tcp and not _no_daemon(args):
+        from pi_server.connector import serve
 
-        early = quickstart.answer_initialize(getattr(args, "state_dir", None))
+        return serve(_connector_config(args))
     import logging
 
     from pi_server.server.host import ServerOptions
@@ -267,11 +307,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise CliError(str(e)) from None
         except KeyboardInterrupt:
             pass
-    else:
-        from pi_server.server.lean import serve_stdio
+    else:  # --no-daemon: this process serves its one client over stdio
+        from pi_server.server.app import create_server
 
-        assert early is not None
-        serve_stdio(options, early, sys.stdout.buffer)
+        try:
+            create_server(options).start_io()
+        except KeyboardInterrupt:
+            pass
     try:
         sys.stdout.flush()
     except (OSError, ValueError):
@@ -279,8 +321,60 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os._exit(0)  # watcher threads must not outlive the connection
 
 
+def cmd_daemon(args: argparse.Namespace) -> int:
+    if args.action == "run":
+        return _run_daemon(args)
+    from pi_server import rendezvous
+    from pi_server.connector import ConnectError, connect
+
+    cfg = _connector_config(args)
+    try:
+        found = connect(cfg, args.action, start=False)
+    except (rendezvous.Refused, ConnectError) as e:
+        raise CliError(str(e)) from None
+    if found is None:
+        sock = rendezvous.paths(cfg.key())[0]
+        print(f"pi-server: no daemon runs for this configuration (its socket would be {sock})", file=sys.stderr)
+        return 1
+    sock, answer = found
+    if args.action == "stop":
+        sock.settimeout(120)
+        rendezvous.read_line(sock)  # the daemon closes once it has saved its indexes and left its socket
+        print("pi-server: daemon stopped", file=sys.stderr)
+        return 0
+    import json
+
+    status = json.loads(answer)
+    if args.json:
+        _dump(status)
+    else:
+        for k in ("pid", "version", "socket", "uptime", "clients", "sessionsIndexed", "rss", "stateDir", "log"):
+            print(f"{k:16} {status[k]}")
+    return 0
+
+
+def _run_daemon(args: argparse.Namespace) -> int:
+    from pi_server.server.daemon import ListenFailed, run
+
+    try:
+        code = run(
+            session_dirs=args.sessions_dir or [],
+            state_dir=args.state_dir,
+            busy_timeout=args.busy_timeout or 120.0,
+            max_live_entries=args.max_live_entries or 100_000,
+            idle_exit=_idle_exit(args),
+            log_file=args.log_file,
+            verbose=args.verbose,
+        )
+    except ListenFailed as e:
+        raise CliError(str(e)) from None
+    os._exit(code)  # watcher threads must not outlive the daemon
+
+
 def _count(text: str) -> int:
     """A non-negative integer argument."""
+    import argparse
+
     try:
         n = int(text)
     except ValueError:
@@ -290,14 +384,15 @@ def _count(text: str) -> int:
     return n
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        # one line starting as every other CLI message (argparse would add the usage first)
-        self.exit(2, f"pi-server: {message} (see {self.prog} --help)\n")
-
-
 def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
     """The command line; `serve_only` leaves out the reading commands (and the core they import)."""
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            # one line starting as every other CLI message (argparse would add the usage first)
+            self.exit(2, f"pi-server: {message} (see {self.prog} --help)\n")
+
     p = _Parser(
         prog="pi-server",
         description="Serve pi's session trees to editors, or show them on the command line.",
@@ -310,6 +405,7 @@ def build_parser(serve_only: bool = False) -> argparse.ArgumentParser:
     if not serve_only:
         _add_reading_commands(sub)
     _add_serve(sub)
+    _add_daemon(sub)
     return p
 
 
@@ -349,6 +445,8 @@ def _add_reading_commands(sub: Any) -> None:
 
 
 def _add_serve(sub: Any) -> None:
+    import argparse
+
     sv = sub.add_parser("serve", help="serve the protocol (stdio unless --tcp)")
     sv.add_argument("--tcp", action="store_true", help="listen on 127.0.0.1 instead of stdio")
     sv.add_argument("--port", type=_count, default=0, help="default: a free port, printed on stderr")
@@ -365,9 +463,27 @@ def _add_serve(sub: Any) -> None:
     # language clients name their transport and process id; stdio is what pi-server speaks anyway
     sv.add_argument("--stdio", action="store_true", help="serve over stdio (the default; accepted for LSP clients)")
     sv.add_argument("--clientProcessId", metavar="PID", help=argparse.SUPPRESS)
-    sv.add_argument("--log-file", metavar="F", help="log here instead of stderr")
+    sv.add_argument("--log-file", metavar="F", help="log here instead of stderr (a daemon this starts logs here)")
     sv.add_argument("-v", "--verbose", action="store_true")
+    sv.add_argument(
+        "--no-daemon", action="store_true", help="serve in this process, not through the daemon (PI_SERVER_NO_DAEMON=1)"
+    )
+    sv.add_argument("--idle-exit", type=float, metavar="S", help="seconds a daemon this starts stays without clients")
     sv.set_defaults(func=cmd_serve)
+
+
+def _add_daemon(sub: Any) -> None:
+    dm = sub.add_parser("daemon", help="the background server editors share: run it, see it, stop it")
+    dm.add_argument("action", nargs="?", choices=("run", "status", "stop"), default="run")
+    dm.add_argument("--sessions-dir", action="append", metavar="D", help="a sessions root (repeatable)")
+    dm.add_argument("--state-dir", metavar="D", help="where indexes, leaf pointers and pending writes are kept")
+    dm.add_argument("--busy-timeout", type=float, metavar="S", help="seconds after which a pi turn counts as over")
+    dm.add_argument("--max-live-entries", type=_count, metavar="N", help="entries kept indexed in memory")
+    dm.add_argument("--idle-exit", type=float, metavar="S", help="exit after this long without clients (default 600)")
+    dm.add_argument("--log-file", metavar="F", help="default: daemon.log in the state dir")
+    dm.add_argument("--json", action="store_true", help="status as JSON")
+    dm.add_argument("-v", "--verbose", action="store_true")
+    dm.set_defaults(func=cmd_daemon)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -375,9 +491,15 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(encoding="utf-8")
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] == "serve" or argv[0].startswith("-"):
+        from pi_server import connector
+
+        cfg = connector.parse_flags(argv)
+        if cfg is not None:  # what editors start: no argparse, none of the server
+            return connector.serve(cfg)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["serve", *argv]  # no subcommand: serve over stdio
-    args = build_parser(serve_only=argv[0] == "serve").parse_args(argv)
+    args = build_parser(serve_only=argv[0] in ("serve", "daemon")).parse_args(argv)
     try:
         return args.func(args)
     except CliError as e:

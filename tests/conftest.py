@@ -6,8 +6,10 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,32 @@ CACHE = ROOT / ".oracle-cache"
 SEED = int(os.environ.get("PI_ORACLE_SEED", "1"))
 
 sys.setrecursionlimit(100_000)  # pi's getTree output nests as deep as the tree
+
+# The servers tests start go through daemons (one per test's roots and state dir): their sockets
+# live in this run's own folder, they leave soon after their last client, and the run stops
+# any that are left (stop_daemons below).
+RUNTIME_DIR = os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="pi-server-tests-")
+os.environ.setdefault("PI_SERVER_IDLE_EXIT", "5")
+
+
+def stop_daemons(runtime_dir: str) -> list[int]:
+    """SIGTERM every daemon that recorded itself under `runtime_dir`; their pids."""
+    pids = []
+    for rec in Path(runtime_dir, "pi-server").glob("*.pid"):
+        try:
+            pid = json.loads(rec.read_text())["pid"]
+            os.kill(pid, signal.SIGTERM)
+            pids.append(pid)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    return pids
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _daemons_stopped() -> Any:
+    yield
+    stop_daemons(RUNTIME_DIR)
+    shutil.rmtree(RUNTIME_DIR, ignore_errors=True)  # their sockets: each daemon's own cleanup then finds none
 
 
 def node22() -> str:

@@ -208,7 +208,7 @@ async def test_kill_mid_turn_leaves_a_valid_file(env) -> None:
             await c.wait_for(
                 "pi/agentEvent", lambda p: len(fake.requests) == 2 and p["event"]["type"] == "message_update"
             )
-            os.kill(c.lc._server.pid, signal.SIGKILL)
+            os.kill(c.serving_pid(), signal.SIGKILL)  # the process that writes the turn
             await asyncio.sleep(0.2)
     lines = entries(r["session"])
     assert [e.get("message", {}).get("role") for e in lines[-3:]] == ["user", "assistant", "toolResult"]

@@ -68,3 +68,45 @@ def test_changed_files_and_bad_caches_are_rebuilt(oracle: dict[str, Any], tmp_pa
     g = tmp_path / "g.jsonl"
     shutil.copy(f, g)
     assert cache.load(str(g)) is None
+
+
+def test_a_rewrite_of_the_first_4_kib_in_place_is_not_trusted(oracle: dict[str, Any], tmp_path: Path) -> None:
+    f, _data, cache = _setup(oracle, tmp_path)
+    text = f.read_bytes()
+    header_end = text.index(b"\n") + 1
+    at = text.index(b'"user"', header_end)
+    assert at < 4096  # within the first 4 KiB, after the header line, far from the indexed end
+    cache.save(SessionIndex.open(str(f)))
+    st = f.stat()
+    with open(f, "r+b") as fh:  # same size, same inode, same mtime: only the bytes differ
+        fh.seek(at)
+        fh.write(b'"resu"')
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert cache.load(str(f)) is None
+
+
+def test_a_cache_of_another_device_or_format_is_not_trusted(oracle: dict[str, Any], tmp_path: Path) -> None:
+    import msgspec
+
+    f, _data, cache = _setup(oracle, tmp_path)
+    cache.save(SessionIndex.open(str(f)))
+    assert cache.load(str(f)) is not None
+    cached = cache._file(str(f))
+    rec = msgspec.msgpack.decode(cached.read_bytes())
+    for change in ({"fingerprint": {**rec["fingerprint"], "dev": rec["fingerprint"]["dev"] + 1}}, {"format": 4}):
+        cached.write_bytes(msgspec.msgpack.encode({**rec, **change}))
+        assert cache.load(str(f)) is None
+
+
+def test_the_cache_is_bounded_oldest_dropped_first(oracle: dict[str, Any], tmp_path: Path) -> None:
+    f, _data, cache = _setup(oracle, tmp_path)
+    paths = []
+    for i in range(4):
+        g = tmp_path / f"s{i}.jsonl"
+        shutil.copy(f, g)
+        cache.save(SessionIndex.open(str(g)))
+        os.utime(cache._file(str(g)), ns=(i * 10**9, i * 10**9))  # written in this order
+        paths.append(str(g))
+    one = cache._file(paths[0]).stat().st_size
+    cache.prune(limit=2 * one + one // 2)
+    assert [cache.load(p) is not None for p in paths] == [False, False, True, True]

@@ -16,6 +16,7 @@ PKG = Path(__file__).resolve().parent.parent / "pi_server"
 RANK = {
     "jsutil": 0,
     "redact": 0,
+    "rendezvous": 0,  # where a daemon listens: the standard library only
     "store": 1,
     "tree": 2,
     "context": 3,
@@ -24,6 +25,7 @@ RANK = {
     "live": 5,
     "agent": 6,
     "server": 7,
+    "connector": 7,  # what editors start: relays to the daemon, imports none of the server
     "cli": 8,
     "__main__": 9,
 }

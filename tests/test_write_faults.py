@@ -149,7 +149,7 @@ async def test_kill_9_mid_write_leaves_whole_lines(store) -> None:
     big = store["big"]
     acked: list[str] = []
     async with server(*_args(store)) as c:
-        pid = c.lc._server.pid
+        pid = c.serving_pid()  # the process that writes
 
         async def writes() -> None:
             for i in range(10_000):

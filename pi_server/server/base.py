@@ -1,7 +1,6 @@
-"""The pygls server: LSP features, TCP connections, and `pi/*` over them.
+"""The pygls server: LSP features and `pi/*` over every transport (daemon, TCP, stdio).
 
-The state and the core calls are `host.Host`'s, shared with the lean stdio loop;
-this class adds what pygls does: typed LSP messages, the workspace of open
+The state and the core calls are `host.Host`'s; this class adds what pygls does: typed LSP messages, the workspace of open
 documents, and the connection services (`notify`, `request`, progress) over
 pygls's protocol.
 """
@@ -88,7 +87,7 @@ class PiProtocol(EncodedResults, LanguageServerProtocol):
             self._server._report_server_error(error, JsonRpcInternalError)
 
     def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
-        """Our errors (`errors.PiError`, which the lean loop sends too) as the contract's error
+        """Our errors (`errors.PiError`) as the contract's error
         answer; pygls would report anything that is not its own exception as internal."""
         exc = None if future.cancelled() else future.exception()
         if isinstance(exc, errors.PiError):
@@ -117,10 +116,18 @@ class PiServer(Host, LanguageServer):
 
     def notify(self, method: str, payload: dict[str, Any]) -> None:
         """Send a notification (the TCP transport routes file notifications to every client)."""
-        self.protocol.notify(method, payload)
+        self.protocol.notify(method, self.typed(method, payload))
+
+    def typed(self, method: str, params: Any) -> Any:
+        """An LSP method's params as their lsprotocol type, which pygls sends them through
+        (a `pi/*` method's stay plain)."""
+        types = lsp.METHOD_TO_TYPES.get(method)
+        if types is not None and types[2] is not None and isinstance(params, dict):
+            return self.protocol._converter.structure(params, types[2])
+        return params
 
     async def request(self, method: str, params: Any) -> Any:
-        reply = await self.protocol.send_request_async(method, params)
+        reply = await self.protocol.send_request_async(method, self.typed(method, params))
         if reply is None or isinstance(reply, dict | list | str | int | float | bool):
             return reply
         return getattr(reply, "__dict__", reply)  # pygls may hand back an attrs object

@@ -8,7 +8,7 @@ from pi_server.server.params import field_error
 
 
 class PiError(Exception):
-    """An error answer: the lean loop sends `error()`, pygls's protocol maps it the same way."""
+    """An error answer, sent by the protocol as the contract's error (code, message, data)."""
 
     CODE = -32603
     KIND = "InternalError"

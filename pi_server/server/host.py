@@ -2,10 +2,10 @@
 
 A `Host` holds one client's view of the core (options, registry, the worker
 thread) and the few things the methods ask of the connection: notifications,
-requests to the client and work-done progress. Two servers implement it: the
-lean stdio loop (`server/lean.py`), which serves `pi/*` without importing pygls
-or lsprotocol, and the pygls server (`server/base.py`) for the LSP features and
-TCP. Core work runs on one worker thread (indexes are never shared between
+requests to the client and work-done progress. The pygls server
+(`server/base.py`) implements the connection; every transport (the daemon's
+Unix socket, TCP, stdio with --no-daemon) serves through it. Core work runs on
+one worker thread (indexes are never shared between
 threads); long calls run in steps (`core_steps`) at background priority, so a
 request queued meanwhile runs before their next step (`worker.CoreWorker`).
 """

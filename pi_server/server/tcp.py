@@ -15,6 +15,7 @@ import json
 import logging
 import resource
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -37,6 +38,7 @@ AUTH_TIMEOUT = 10.0  # seconds a connection may stay open without authenticating
 # memory) authenticated clients need, and a real client (which authenticates at once) gets in
 MAX_STRANGERS = 64
 LINGER_SECONDS = 1.0
+PROGRESS_TIMEOUT = 5.0  # seconds a client may take to accept a progress token
 LINE_LIMIT = 8192  # longest header line
 # what every authenticated client hears: changes to the files, not replies to someone's request
 BROADCAST = frozenset({"pi/sessionUpdated", "pi/sessionsChanged", "pi/savePoint"})
@@ -92,6 +94,7 @@ class Connection(PiServer):
     def __init__(self, options: ServerOptions, hub: Hub) -> None:
         super().__init__(options)
         self.hub = hub
+        self.fanout: dict[str, list[tuple[Connection, str]]] = {}  # the root's progress tokens
         if hasattr(hub, "worker"):  # the root made the worker every other connection shares
             self.worker.shutdown(wait=False)
             self.worker = hub.worker
@@ -110,12 +113,46 @@ class Connection(PiServer):
         if method in BROADCAST or self is self.hub.root:  # the root's own news is everyone's
             self.hub.broadcast(method, payload)
         elif self.protocol.writer is not None:
-            self.protocol.notify(method, payload)
+            self.protocol.notify(method, self.typed(method, payload))
+
+    async def begin_progress(self, title: str, message: str | None = None, percentage: int | None = None) -> str | None:
+        """The root's progress (the store's indexing) is shown by every client that takes
+        progress, each under its own token."""
+        if self is not self.hub.root:
+            return await super().begin_progress(title, message, percentage)
+        clients = [c for c in self.hub.connections if c.authorized and c.protocol.writer is not None]
+        tokens = await asyncio.gather(*(_progress_of(c, title, message, percentage) for c in clients))
+        shown = [(c, t) for c, t in zip(clients, tokens, strict=True) if t is not None]
+        if not shown:
+            return None
+        token = f"fanout-{id(shown)}"
+        self.fanout[token] = shown
+        return token
+
+    def report_progress(self, token: str | None, message: str, percentage: int | None = None) -> None:
+        for conn, t in self.fanout.get(token or "", []):
+            conn.report_progress(t, message, percentage)
+        if self is not self.hub.root:
+            super().report_progress(token, message, percentage)
+
+    def end_progress(self, token: str | None, message: str | None = None) -> None:
+        for conn, t in self.fanout.pop(token or "", []):
+            conn.end_progress(t, message)
+        if self is not self.hub.root:
+            super().end_progress(token, message)
 
     def refuse(self) -> None:
         writer = self.protocol.writer
         if writer is not None:
             writer.close()
+
+
+async def _progress_of(conn: Connection, title: str, message: str | None, percentage: int | None) -> str | None:
+    """One client's progress token; a client slow to accept it goes without (the work never waits)."""
+    try:
+        return await asyncio.wait_for(conn.begin_progress(title, message, percentage), PROGRESS_TIMEOUT)
+    except TimeoutError:
+        return None
 
 
 async def read_frame(reader: asyncio.StreamReader, max_len: int) -> bytes | None:
@@ -184,10 +221,16 @@ async def authenticate(hub: Hub, reader: asyncio.StreamReader, writer: asyncio.S
         hub.disconnect(conn)
         _send(writer, _error(msg["id"], -32602, "invalid params: not InitializeParams"))
         return None
-    conn.authorized = True
-    conn.protocol.set_writer(Outbound(writer))  # type: ignore[arg-type]
+    attach(conn, writer)
     conn.protocol.handle_message(message)
     return conn
+
+
+def attach(conn: Connection, writer: asyncio.StreamWriter) -> None:
+    """An admitted client: its protocol writes to the connection from now on (TCP after the
+    token, the daemon's Unix socket after the peer's uid)."""
+    conn.authorized = True
+    conn.protocol.set_writer(Outbound(writer))  # type: ignore[arg-type]
 
 
 async def _serve_authenticated(conn: Connection, reader: asyncio.StreamReader) -> None:
@@ -219,7 +262,14 @@ def stranger_cap() -> int:
     return max(1, min(MAX_STRANGERS, soft // 4)) if soft != resource.RLIM_INFINITY else MAX_STRANGERS
 
 
-async def handle_connection(hub: Hub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+Admit = Callable[[Hub, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[Connection | None]]
+
+
+async def handle_connection(
+    hub: Hub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, admit: Admit | None = None
+) -> None:
+    """One client from admission (the token over TCP, the peer's uid over the daemon's socket)
+    to its end; its failures end it alone."""
     if len(hub.strangers) >= hub.max_strangers:
         hub.repeated.warning("strangers", "client dropped: %d connections waiting to authenticate", len(hub.strangers))
         oldest = next(iter(hub.strangers))
@@ -228,7 +278,7 @@ async def handle_connection(hub: Hub, reader: asyncio.StreamReader, writer: asyn
     hub.strangers[writer] = None
     conn = None
     try:
-        conn = await authenticate(hub, reader, writer)
+        conn = await (admit or authenticate)(hub, reader, writer)
         if conn is not None:
             hub.strangers.pop(writer, None)
             await _serve_authenticated(conn, reader)

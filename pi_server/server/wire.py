@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from pi_server.server import memory
 from pi_server.store.decode import jdumps
 
 log = logging.getLogger("pi_server")
@@ -75,6 +76,7 @@ class EncodedResults:
             res = writer.write(frame(msg_id, result, self._include_headers))  # type: ignore[attr-defined]
             if inspect.isawaitable(res):
                 asyncio.ensure_future(res)
+            memory.after_answer(len(result.data))  # a long-running daemon gives a large answer's memory back
         except BrokenPipeError:
             raise
         except Exception as e:

@@ -1,7 +1,7 @@
 """The index cache in the state dir: restarts reuse indexes of files that did not change.
 
-Each session's index is stored (msgpack) with the file's fingerprint — size,
-mtime, inode, the header line and a digest of the last indexed bytes. On load, a file that only grew reuses the
+Each session's index is stored (msgpack) with the file's fingerprint — device,
+inode, size, mtime, a digest of the first 4 KiB and of the last indexed 4 KiB. On load, a file that only grew reuses the
 cache and indexes the appended bytes; anything else (shrunk, rewritten,
 replaced, a corrupt or foreign cache file) is rebuilt, never trusted.
 A small listing file keeps each session's SessionInfo under the same
@@ -24,7 +24,11 @@ from pi_server.store.state import atomic_write
 if TYPE_CHECKING:  # imported where used: a listing from the listing cache needs no index
     from pi_server.store.index import SessionIndex
 
-FORMAT = 4  # 2: entry line numbers; 3: a fingerprint of the indexed prefix; 4: 32-bit arrays
+FORMAT = 5  # 2: entry line numbers; 3: a fingerprint of the indexed prefix; 4: 32-bit arrays; 5: device, head
+HEAD = 4096  # bytes at the start of the file whose digest the cache keeps
+# the per-session caches kept (bytes of index/ in all): beyond it the least recently written go first
+MAX_CACHE_BYTES = 512 << 20
+_PRUNE_EVERY = 32  # saves between two measures of the folder
 _ARRAYS = ("offsets", "lengths", "lines", "anc_model", "anc_thinking", "anc_compaction")
 _PLAIN = (
     "ids",
@@ -48,7 +52,12 @@ def fingerprint(path: str, entry: os.DirEntry[str] | None = None) -> dict[str, i
         st = os.stat(path) if entry is None else entry.stat()
     except OSError:
         return None
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino}
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "dev": st.st_dev}
+
+
+def head_hash(fd: int, size: int) -> bytes:
+    """A digest of the file's first bytes (at most `HEAD`, never past `size`)."""
+    return hashlib.blake2b(os.pread(fd, min(size, HEAD), 0), digest_size=16).digest()
 
 
 class IndexCache:
@@ -57,6 +66,7 @@ class IndexCache:
         self.listing_path = Path(state_root) / "listing.msgpack"
         self._listing: dict[str, Any] | None = None
         self._listing_dirty = False  # changed since read or written: a save writes it
+        self._saves = 0
 
     def _file(self, path: str) -> Path:
         return self.dir / (hashlib.sha256(os.fsencode(path)).hexdigest()[:32] + ".msgpack")
@@ -69,7 +79,18 @@ class IndexCache:
         fp = fingerprint(idx.path)
         if fp is None:
             return
+        try:
+            from pi_server.store.scan import open_regular
+
+            fd = open_regular(idx.path)
+            try:
+                head = head_hash(fd, idx.size)
+            finally:
+                os.close(fd)
+        except OSError:
+            return
         rec: dict[str, Any] = {"format": FORMAT, "path": idx.path, "fingerprint": fp, "indexedSize": idx.size}
+        rec["head"] = head
         for name in _PLAIN + _PRIVATE:
             rec[name] = getattr(idx, name)
         for name in _ARRAYS:
@@ -92,7 +113,27 @@ class IndexCache:
         try:
             atomic_write(self._file(idx.path), pack(rec), durable=False)
         except (OSError, TypeError, ValueError, msgspec.EncodeError):
-            pass  # a cache is an optimisation: never fail a request over it
+            return  # a cache is an optimisation: never fail a request over it
+        if self._saves % _PRUNE_EVERY == 0:
+            self.prune()
+        self._saves += 1
+
+    def prune(self, limit: int | None = None) -> None:
+        """Drop the least recently written session caches beyond `limit` bytes in all."""
+        limit = MAX_CACHE_BYTES if limit is None else limit
+        try:
+            files = [(e.stat().st_mtime_ns, e.stat().st_size, e.path) for e in os.scandir(self.dir) if e.is_file()]
+        except OSError:
+            return
+        total = sum(size for _, size, _ in files)
+        for _, size, path in sorted(files):
+            if total <= limit:
+                break
+            try:
+                os.unlink(path)
+                total -= size
+            except OSError:
+                pass
 
     def load(self, path: str, roots: tuple[str, ...] = ()) -> SessionIndex | None:
         """The cached index, brought up to date, or None when it cannot be trusted. `roots`:
@@ -107,19 +148,21 @@ class IndexCache:
         if rec.get("format") != FORMAT or rec.get("path") != path:
             return None
         fp, old = fingerprint(path), rec["fingerprint"]
-        if fp is None or fp["ino"] != old["ino"] or fp["size"] < old["size"]:
+        if fp is None or fp["ino"] != old["ino"] or fp["dev"] != old["dev"] or fp["size"] < old["size"]:
             return None
         if fp["size"] == old["size"] and fp["mtime_ns"] != old["mtime_ns"]:
             return None  # same size, touched: maybe rewritten in place
         from pi_server.store.index import SessionIndex
         from pi_server.store.records import Diagnostic, Header
-        from pi_server.store.scan import open_regular
+        from pi_server.store.scan import TAIL, open_regular
 
         fd = open_regular(path, roots)
+        size = rec["indexedSize"]
         try:
             if os.pread(fd, len(rec["header_bytes"]), 0) != rec["header_bytes"]:
                 return None
-            size = rec["indexedSize"]
+            if size > TAIL and head_hash(fd, size) != rec["head"]:
+                return None  # its first 4 KiB were rewritten (a shorter prefix: the tail digest covers it all)
             if size and os.pread(fd, 1, size - 1) != b"\n" and not rec["_skipping"]:
                 return None
         finally:

@@ -4,4 +4,6 @@
 # found on PATH as a user's would be; PI_SERVER_CMD overrides it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-exec timeout 300 "${EMACS:-emacs}" --batch -l test/pi-sessions-test.el -f ert-run-tests-batch-and-exit
+. ../../scripts/test-daemons.sh
+trap stop_test_daemons EXIT
+timeout 300 "${EMACS:-emacs}" --batch -l test/pi-sessions-test.el -f ert-run-tests-batch-and-exit

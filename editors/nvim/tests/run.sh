@@ -8,4 +8,6 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here/.."
 NVIM="${NVIM:-nvim}"
-exec timeout 600 "$NVIM" --headless -u NONE -i NONE -n -l tests/run.lua
+. "$here/../../../scripts/test-daemons.sh"
+trap stop_test_daemons EXIT
+timeout 600 "$NVIM" --headless -u NONE -i NONE -n -l tests/run.lua

@@ -45,5 +45,7 @@ echo "== tests: vscode extension end to end (code-server $(node -p "require('$he
 rm -rf "$shim"
 trap - EXIT
 cd "$here"
+. "$here/../../../scripts/test-daemons.sh"
+trap stop_test_daemons EXIT
 # a guard against a hang, not a time limit: under load (15 on 2 cores) the suite took 690 s
-exec timeout 1800 python -m pytest -q -p no:cacheprovider --basetemp="$(mktemp -d)" "$here"
+timeout 1800 python -m pytest -q -p no:cacheprovider --basetemp="$(mktemp -d)" "$here"

@@ -1,6 +1,6 @@
 // The real pi-server over stdio, driven by a plain JSON-RPC connection (what vscode-languageclient does underneath).
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { cpSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import {
@@ -73,6 +73,10 @@ export async function startServer(
   const env: Record<string, string | undefined> = { ...process.env, HOME: box.home };
   delete env.ANTHROPIC_API_KEY; // unless a test passes one: summaries come from the extractive fallback
   delete env.PI_CODING_AGENT_DIR;
+  // the daemon this server's connector starts: a socket folder of this sandbox, gone 5 s after its last client
+  env.XDG_RUNTIME_DIR = path.join(box.root, "run");
+  mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
+  env.PI_SERVER_IDLE_EXIT ??= "5";
   Object.assign(env, extraEnv);
   const proc = spawn(PYTHON, ["-m", "pi_server", "--sessions-dir", box.sessions, "--state-dir", box.state], {
     cwd: REPO,
