@@ -12,6 +12,7 @@ from typing import Any
 
 from pi_server.context.build import context_for_path
 from pi_server.llm.tokens import projected_context_tokens, usable_usage
+from pi_server.store import entry_types as et
 
 _USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
 
@@ -36,9 +37,9 @@ def usage_totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
     user = assistant = results = messages = calls = 0
     for e in entries:
         t = e.get("type")
-        if t == "usage" or (t in ("branch_summary", "compaction") and e.get("usage")):
+        if t == et.USAGE or (t in (et.BRANCH_SUMMARY, et.COMPACTION) and e.get("usage")):
             _add(totals, e.get("usage"))
-        if t != "message":
+        if t != et.MESSAGE:
             continue
         messages += 1
         m = e.get("message") if isinstance(e.get("message"), dict) else {}
@@ -73,7 +74,7 @@ def context_usage(path: list[dict[str, Any]], context_window: int) -> dict[str, 
     if context_window <= 0:
         return None
     ctx = context_for_path(path)
-    comp = next((i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction"), -1)
+    comp = next((i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == et.COMPACTION), -1)
     if comp >= 0:
         answered = {ctx.entry_ids[i] for i, m in enumerate(ctx.messages) if usable_usage(m)}
         if not any(e.get("id") in answered for e in path[comp + 1 :]):

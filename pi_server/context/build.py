@@ -14,6 +14,7 @@ import msgspec
 
 from pi_server.context.settings import Settings, last_of_each_kind, replay, setting_positions
 from pi_server.jsutil import js_date_json, js_key
+from pi_server.store import entry_types as et
 from pi_server.store.index import SessionIndex
 from pi_server.tree.paths import path_to
 
@@ -63,7 +64,7 @@ def entry_message(e: dict[str, Any], *, empty_summaries: bool = False) -> dict[s
     """The message an entry stands for. Contexts drop empty branch summaries;
     pi's summarizers (`empty_summaries=True`) keep them."""
     t = e.get("type")
-    if t == "message":
+    if t == et.MESSAGE:
         m = e.get("message")
         if type(m) is msgspec.Raw:
             return m  # the file's own bytes, exactly the message pi holds (store/reading.py)
@@ -72,9 +73,9 @@ def entry_message(e: dict[str, Any], *, empty_summaries: bool = False) -> dict[s
         if m.get("content") is None and isinstance(m.get("role"), str) and m["role"] in _NORMALIZED:
             return {**m, "content": _NORMALIZED[m["role"]]}  # pi's null-content normalization
         return m
-    if t == "custom_message":
+    if t == et.CUSTOM_MESSAGE:
         return custom_message(e)
-    if t == "branch_summary" and (empty_summaries or e.get("summary")):
+    if t == et.BRANCH_SUMMARY and (empty_summaries or e.get("summary")):
         return branch_summary_message(e)
     return None
 
@@ -84,7 +85,7 @@ _NORMALIZED: dict[str, Any] = {"system": "", "user": [], "assistant": [], "toolR
 
 def entry_messages(e: dict[str, Any]) -> list[dict[str, Any]]:
     """pi's sessionEntryToContextMessages: a compaction gives its checkpoint then its summary."""
-    if e.get("type") == "compaction":
+    if e.get("type") == et.COMPACTION:
         summary = compaction_summary_message(e)
         system = e.get("systemMessage")
         return [system, summary] if system else [summary]
@@ -131,7 +132,7 @@ def context_entries(path: list[dict[str, Any]], compaction: dict[str, Any] | Non
     for i in range(start, cidx):
         e = path[i]
         m = e.get("message")
-        if not (e.get("type") == "message" and isinstance(m, dict) and m.get("role") == "system"):
+        if not (e.get("type") == et.MESSAGE and isinstance(m, dict) and m.get("role") == "system"):
             out.append(i)
     out.extend(range(cidx + 1, len(path)))
     return out
@@ -145,7 +146,7 @@ def context_for_path(path: list[dict[str, Any]], settings: Settings | None = Non
     selected = context_entries(path, settings.compaction)
     edits: dict[Any, int] = {}
     for i in selected:
-        if path[i].get("type") == "context_edit":
+        if path[i].get("type") == et.CONTEXT_EDIT:
             edits[js_key(path[i].get("targetId"))] = i
     if not edits:
         messages, ids, sources = _plain(path, selected)
@@ -154,7 +155,7 @@ def context_for_path(path: list[dict[str, Any]], settings: Settings | None = Non
         messages, ids, sources, edit_of = [], [], [], []
         for k, i in enumerate(selected):
             e = path[i]
-            if e.get("type") == "compaction" and k > 0:
+            if e.get("type") == et.COMPACTION and k > 0:
                 continue  # an older compaction inside the kept range contributes nothing
             edit = edits.get(js_key(e.get("id")), -1)
             for m in project(e, path[edit] if edit >= 0 else None):
@@ -180,7 +181,7 @@ def _plain(path: list[dict[str, Any]], selected: list[int]) -> tuple[list[Any], 
     messages: list[Any] = []
     ids: list[Any] = []
     sources: list[int] = []
-    if selected and path[selected[0]].get("type") == "compaction":
+    if selected and path[selected[0]].get("type") == et.COMPACTION:
         e = path[selected[0]]
         for m in project(e, None):
             messages.append(m)
@@ -203,9 +204,9 @@ def _plain(path: list[dict[str, Any]], selected: list[int]) -> tuple[list[Any], 
             break
         e, m = path[selected[k]], msgs[k]
         t = e.get("type")
-        if t == "message" and type(m) is dict and m.get("content") is not None:
+        if t == et.MESSAGE and type(m) is dict and m.get("content") is not None:
             produced = [m]
-        elif t == "compaction":  # an older compaction inside the kept range contributes nothing
+        elif t == et.COMPACTION:  # an older compaction inside the kept range contributes nothing
             continue
         else:
             produced = project(e, None)
@@ -216,7 +217,7 @@ def _plain(path: list[dict[str, Any]], selected: list[int]) -> tuple[list[Any], 
     return messages, ids, sources
 
 
-_PRODUCES = frozenset(("message", "custom_message", "branch_summary", "context_edit"))
+_PRODUCES = frozenset((et.MESSAGE, et.CUSTOM_MESSAGE, et.BRANCH_SUMMARY, et.CONTEXT_EDIT))
 
 
 def build_context(
@@ -255,9 +256,9 @@ def _opaque_entries(idx: SessionIndex, chosen: list[int]) -> list[dict[str, Any]
     parsed (the edit rewrites its content)."""
     entries = idx.cached_entries(chosen, opaque=True)
     types = idx.types
-    if "context_edit" not in map(types.__getitem__, chosen):
+    if et.CONTEXT_EDIT not in map(types.__getitem__, chosen):
         return entries
-    targets = {t for p, e in zip(chosen, entries, strict=True) if types[p] == "context_edit" and type(t := e.get("targetId")) is str}
+    targets = {t for p, e in zip(chosen, entries, strict=True) if types[p] == et.CONTEXT_EDIT and type(t := e.get("targetId")) is str}
     if targets:
         for k, p in enumerate(chosen):
             if idx.ids[p] in targets and type(entries[k].get("message")) is msgspec.Raw:

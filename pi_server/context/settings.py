@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pi_server.store import entry_types as et
 from pi_server.store.index import SessionIndex
 from pi_server.store.records import COMPACTION, MODEL, THINKING, setting_kind
 from pi_server.tree.paths import path_to
@@ -24,15 +25,15 @@ def replay(path: Iterable[dict[str, Any]]) -> Settings:
     out = Settings()
     for e in path:
         t = e.get("type")
-        if t == "message":
+        if t == et.MESSAGE:
             m = e.get("message")
             if type(m) is dict and m.get("role") == "assistant":
                 out.model = model_ref(m.get("provider"), m.get("model"))
-        elif t == "thinking_level_change":
+        elif t == et.THINKING_LEVEL_CHANGE:
             out.thinking_level = e.get("thinkingLevel")
-        elif t == "model_change":
+        elif t == et.MODEL_CHANGE:
             out.model = model_ref(e.get("provider"), e.get("modelId"))
-        elif t == "compaction":
+        elif t == et.COMPACTION:
             out.compaction = e
     return out
 

@@ -15,6 +15,7 @@ from pi_server.jsutil import js_date_json, js_trim
 from pi_server.live.errors import EntryNotFound, Refused
 from pi_server.live.session import LiveSession
 from pi_server.llm.transcript import current_system_message
+from pi_server.store import entry_types as et
 from pi_server.store.records import NotASession
 from pi_server.store.state import StateDir
 from pi_server.store.writer import append_lines, migrate_in_place, new_id, now_iso
@@ -31,13 +32,13 @@ class SessionAppender:
         self.appended: list[str] = []  # every id the file gained, ours and any a concurrent pi wrote
 
     def append_message(self, message: dict[str, Any]) -> str:
-        return self._append_entry("message", self.live.leaf_id, message=message)
+        return self._append_entry(et.MESSAGE, self.live.leaf_id, message=message)
 
     def append_model_change(self, provider: str, model_id: str) -> str:
-        return self._append_entry("model_change", self.live.leaf_id, provider=provider, modelId=model_id)
+        return self._append_entry(et.MODEL_CHANGE, self.live.leaf_id, provider=provider, modelId=model_id)
 
     def append_thinking_level_change(self, level: str) -> str:
-        return self._append_entry("thinking_level_change", self.live.leaf_id, thinkingLevel=level)
+        return self._append_entry(et.THINKING_LEVEL_CHANGE, self.live.leaf_id, thinkingLevel=level)
 
     def record_thinking_level(self) -> str | None:
         """pi's _recordThinkingLevel before a prompt: after a jump above a thinking change, the
@@ -50,11 +51,11 @@ class SessionAppender:
             return None
         idx = live.index
         types = idx.types
-        latest = next((p for p in range(len(idx) - 1, -1, -1) if types[p] == "thinking_level_change"), -1)
+        latest = next((p for p in range(len(idx) - 1, -1, -1) if types[p] == et.THINKING_LEVEL_CHANGE), -1)
         leaf = idx.by_id.get(live.leaf_id) if live.leaf_id is not None else None
         if latest < 0 or leaf is None:
             return None
-        on_branch = next((p for p in reversed(path_to(idx, leaf)) if types[p] == "thinking_level_change"), -1)
+        on_branch = next((p for p in reversed(path_to(idx, leaf)) if types[p] == et.THINKING_LEVEL_CHANGE), -1)
         if on_branch < 0 or on_branch == latest:
             return None
         level = idx.read_entry(latest).get("thinkingLevel")
@@ -67,11 +68,11 @@ class SessionAppender:
         fields: dict[str, Any] = {"targetId": target_id}
         if label:
             fields["label"] = label
-        return self._append_entry("label", self.live.leaf_id, **fields)
+        return self._append_entry(et.LABEL, self.live.leaf_id, **fields)
 
     def append_session_name(self, name: str) -> str:
         """pi 1.6.0's appendSessionInfo: line breaks become one space, then the name is trimmed."""
-        return self._append_entry("session_info", self.live.leaf_id, name=js_trim(_LINE_BREAKS.sub(" ", name)))
+        return self._append_entry(et.SESSION_INFO, self.live.leaf_id, name=js_trim(_LINE_BREAKS.sub(" ", name)))
 
     def append_branch_summary(
         self,
@@ -87,7 +88,7 @@ class SessionAppender:
         fields["details"] = details
         if usage is not None:
             fields["usage"] = usage
-        return self._append_entry("branch_summary", branch_from, **fields, fromHook=False)
+        return self._append_entry(et.BRANCH_SUMMARY, branch_from, **fields, fromHook=False)
 
     def append_compaction(
         self,
@@ -113,21 +114,21 @@ class SessionAppender:
         fields["fromHook"] = False
         if system:
             fields["systemMessage"] = {**system, "timestamp": js_date_json(timestamp)}
-        return self._append_entry("compaction", self.live.leaf_id, **fields)
+        return self._append_entry(et.COMPACTION, self.live.leaf_id, **fields)
 
     def append_context_edit(self, target_id: str, replacement: dict[str, Any] | None) -> str:
         """pi 1.6.0's appendContextEdit (see `checked_edit`)."""
         replacement = checked_edit(self.live, target_id, replacement)
-        return self._append_entry("context_edit", self.live.leaf_id, targetId=target_id, replacement=replacement)
+        return self._append_entry(et.CONTEXT_EDIT, self.live.leaf_id, targetId=target_id, replacement=replacement)
 
     def append_leaf_marker(self, leaf_id: str | None) -> str:
         """A custom entry under the chosen leaf, so `pi --resume` continues there."""
-        return self._append_entry("custom", leaf_id, customType=LEAF_MARKER, data={"leafId": leaf_id})
+        return self._append_entry(et.CUSTOM, leaf_id, customType=LEAF_MARKER, data={"leafId": leaf_id})
 
     def _append_entry(self, etype: str, parent: str | None, **fields: Any) -> str:
         idx = self.live.index
         entry = {"type": etype, "id": new_id(idx.by_id), "parentId": parent, "timestamp": now_iso(), **fields}
-        if etype == "compaction" and entry.get("firstKeptEntryId") is None:
+        if etype == et.COMPACTION and entry.get("firstKeptEntryId") is None:
             entry["firstKeptEntryId"] = entry["id"]  # pi 1.6.0: retain none, keep from the compaction itself
         if idx.version < 3 and migrate_in_place(idx):
             idx.refresh()  # ids are kept; the header changed
@@ -159,10 +160,10 @@ def first_entries(provider: str, model_id: str, level: str, messages: list[dict[
     taken: set[str] = set()
     parent: str | None = None
     kinds: list[tuple[str, dict[str, Any]]] = [
-        ("model_change", {"provider": provider, "modelId": model_id}),
-        ("thinking_level_change", {"thinkingLevel": level}),
+        (et.MODEL_CHANGE, {"provider": provider, "modelId": model_id}),
+        (et.THINKING_LEVEL_CHANGE, {"thinkingLevel": level}),
     ]
-    kinds += [("message", {"message": m}) for m in messages]
+    kinds += [(et.MESSAGE, {"message": m}) for m in messages]
     for etype, fields in kinds:
         eid = new_id(taken)
         taken.add(eid)
@@ -185,7 +186,7 @@ def checked_edit(live: LiveSession, target_id: str, replacement: dict[str, Any] 
     if leaf is None or pos not in path_to(idx, leaf):
         raise Refused(f"Entry {target_id} is not on the active branch")
     etype, role = idx.types[pos], idx.roles[pos]
-    if not (etype == "custom_message" or (etype == "message" and role in ("user", "assistant", "toolResult"))):
+    if not (etype == et.CUSTOM_MESSAGE or (etype == et.MESSAGE and role in ("user", "assistant", "toolResult"))):
         raise Refused(f"Entry {target_id} does not contribute editable model content")
     if replacement is not None and role in ("assistant", "toolResult") and isinstance(replacement["content"], str):
         return {"content": [{"type": "text", "text": replacement["content"]}]}

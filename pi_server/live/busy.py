@@ -6,6 +6,7 @@ import os
 import time
 
 from pi_server.live.session import LiveSession
+from pi_server.store import entry_types as et
 
 
 def pi_turn_running(live: LiveSession, timeout: float, now: float | None = None) -> bool:
@@ -14,7 +15,7 @@ def pi_turn_running(live: LiveSession, timeout: float, now: float | None = None)
     if not idx.ids:
         return False
     pos = len(idx) - 1
-    if idx.types[pos] != "message":
+    if idx.types[pos] != et.MESSAGE:
         return False
     role = idx.roles[pos]
     if role == "assistant":

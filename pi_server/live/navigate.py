@@ -8,6 +8,7 @@ from typing import Any
 from pi_server.live import ops as oplib
 from pi_server.live.queue import Written, write
 from pi_server.live.session import LiveSession
+from pi_server.store import entry_types as et
 from pi_server.store.content import join_text
 from pi_server.store.state import StateDir
 from pi_server.store.writer import new_id, new_session_file
@@ -23,9 +24,9 @@ def navigate_target(live: LiveSession, target: str | None) -> tuple[str | None, 
     entry = idx.read_entry(pos)
     msg = entry.get("message") if isinstance(entry.get("message"), dict) else None
     parent = idx.parents[pos] if idx.parents[pos] in idx.by_id else None
-    if entry.get("type") == "message" and msg and msg.get("role") == "user":
+    if entry.get("type") == et.MESSAGE and msg and msg.get("role") == "user":
         return parent, join_text(msg.get("content"), "")
-    if entry.get("type") == "custom_message":
+    if entry.get("type") == et.CUSTOM_MESSAGE:
         return parent, join_text(entry.get("content"), "")
     return target, None
 
@@ -111,14 +112,14 @@ def fork(live: LiveSession, leaf_id: str) -> str:
     pending: list[str] = []
     parent: str | None = None
     for e in idx.read_entries(path_to(idx, pos)):
-        if e.get("type") == "label":
+        if e.get("type") == et.LABEL:
             pending.append(e.get("id"))  # type: ignore[arg-type]
             continue
         for label_id in pending:
             replaced[label_id] = e.get("id")  # type: ignore[assignment]
         pending.clear()
         e = {**e, "parentId": parent}
-        if e.get("type") == "compaction" and e.get("firstKeptEntryId") != e.get("id"):
+        if e.get("type") == et.COMPACTION and e.get("firstKeptEntryId") != e.get("id"):
             kept = e.get("firstKeptEntryId")
             e["firstKeptEntryId"] = replaced.get(kept, kept) if isinstance(kept, str) else kept
         path.append(e)
@@ -131,7 +132,7 @@ def fork(live: LiveSession, leaf_id: str) -> str:
             lid = new_id(taken)
             taken.add(lid)
             labels.append(
-                {"type": "label", "id": lid, "parentId": parent, "timestamp": ts, "targetId": target, "label": label}
+                {"type": et.LABEL, "id": lid, "parentId": parent, "timestamp": ts, "targetId": target, "label": label}
             )
             parent = lid
     cwd = idx.header.cwd if idx.header else ""

@@ -13,6 +13,7 @@ import orjson
 from pi_server.jsutil import js_stringify, u16len
 from pi_server.llm.context_estimate import context_tokens
 from pi_server.llm.transcript import current_system_message
+from pi_server.store import entry_types as et
 from pi_server.store.decode import DECODE_ERRORS, loads
 
 # orjson writes what JSON.stringify writes, but for floats: `100.0` (JS: `100`) and
@@ -139,7 +140,7 @@ def projected_context_tokens(messages: list[dict[str, Any]], ids: list[Any], pat
     if last is not None:
         where = next((i for i, e in enumerate(path) if e.get("id") == ids[last]), -1) if ids[last] else -1
         stale = next(
-            (i for i in range(len(path) - 1, -1, -1) if path[i].get("type") in ("context_edit", "compaction")), -1
+            (i for i in range(len(path) - 1, -1, -1) if path[i].get("type") in (et.CONTEXT_EDIT, et.COMPACTION)), -1
         )
         if where > stale:
             return context_tokens(messages[last]["usage"]) + estimate_total(messages[last + 1 :])

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from pi_server.jsutil import js_trim
+from pi_server.store import entry_types as et
 from pi_server.store.decode import DECODE_ERRORS, Nav, canon, decode_blocks, decode_content, interned
 from pi_server.store.records import COMPACTION, F_ASSISTANT_TEXT, F_ERRORISH, F_HAS_CONTENT, MODEL, THINKING
 
@@ -28,7 +29,7 @@ class FlagBlock(msgspec.Struct, gc=False):
 
 _lines_decoder = msgspec.json.Decoder(Nav)
 _blocks_decoder = msgspec.json.Decoder(list[list[FlagBlock] | str | None])
-_KINDS = {"model_change": MODEL, "thinking_level_change": THINKING, "compaction": COMPACTION}
+_KINDS = {et.MODEL_CHANGE: MODEL, et.THINKING_LEVEL_CHANGE: THINKING, et.COMPACTION: COMPACTION}
 _NOT_ERRORS = frozenset(("", "stop", "toolUse"))
 _QUIET = _NOT_ERRORS | {None}
 _HAS_CONTENT = bytes([0, F_HAS_CONTENT]) + bytes(254)  # a content flag of 0/1 to its bit
@@ -112,7 +113,7 @@ class BatchIndexer:
         navs, nls = got
         ids = [v.id for v in navs]
         types = [v.type for v in navs]
-        if set(map(type, ids)) != {str} or set(map(type, types)) != {str} or "session" in types:
+        if set(map(type, ids)) != {str} or set(map(type, types)) != {str} or et.SESSION in types:
             return False
         if not self._take_ids(ids):
             return False
@@ -132,9 +133,9 @@ class BatchIndexer:
         self.lines.fromlist(list(range(self._line_no, self._line_no + n)))
         self._line_no += n
         self._ordinal += n
-        if "label" in canon_of or "session_info" in canon_of:
+        if et.LABEL in canon_of or et.SESSION_INFO in canon_of:
             for i, t in enumerate(types):
-                if t == "label" or t == "session_info":
+                if t == et.LABEL or t == et.SESSION_INFO:
                     self._side_facts(t, navs[i])
         return True
 
@@ -172,7 +173,7 @@ class BatchIndexer:
         # string equality with the entry before is cheaper than a lookup in by_id
         starts = list(compress(range(n), map(ne, raw, parents)))
         kinds = [
-            (MODEL if r == "assistant" else 0) if t == "message" else _KINDS.get(t, 0)
+            (MODEL if r == "assistant" else 0) if t == et.MESSAGE else _KINDS.get(t, 0)
             for t, r in zip(types, roles, strict=True)
         ]
         rng = range(first, first + n)
@@ -202,8 +203,8 @@ class BatchIndexer:
 
     def _batch_messages(self, navs: list[Nav], types: list[str], first: int) -> tuple[list[Any], bytes]:
         """Roles and flag bits of the chunk's entries; the listing facts and tool calls of its messages."""
-        self.message_count += types.count("message")
-        msgs = [v.message if t == "message" else None for v, t in zip(navs, types, strict=True)]
+        self.message_count += types.count(et.MESSAGE)
+        msgs = [v.message if t == et.MESSAGE else None for v, t in zip(navs, types, strict=True)]
         raw_roles = [m.role if m is not None else None for m in msgs]
         canon_role = {r: interned.get(r) or canon(r) for r in {r for r in raw_roles if type(r) is str}}
         if self.version < 3 and "hookMessage" in canon_role:
@@ -286,13 +287,13 @@ class BatchIndexer:
 
     def _side_facts(self, etype: str, nav: Nav) -> None:
         """What a label or a session_info entry changes besides the tree."""
-        if etype == "label":
+        if etype == et.LABEL:
             target = nav.targetId
             if isinstance(target, str):
                 self.labels.pop(target, None)
                 if isinstance(nav.label, str) and nav.label:
                     self.labels[target] = (nav.label, nav.timestamp)
-        elif etype == "session_info":
+        elif etype == et.SESSION_INFO:
             n = nav.name
             self.name = (js_trim(n) or None) if isinstance(n, str) else None
 

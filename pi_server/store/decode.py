@@ -17,6 +17,7 @@ import msgspec
 import orjson
 
 from pi_server.jsutil import js_finite
+from pi_server.store import entry_types as et
 from pi_server.store.deepjson import loads_deep
 
 # values are held up to ~1,024 levels deep (orjson's limit; deeper is kept as text), and JSON
@@ -169,7 +170,7 @@ def _json_with_raws(obj: Any) -> bytes:
 DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 UNSET: Any = object()
 MAX_RUN = 8 << 20  # bytes read in one call
-SLOW_TYPES = frozenset(("label", "session_info", "session"))
+SLOW_TYPES = frozenset((et.LABEL, et.SESSION_INFO, et.SESSION))
 
 
 @contextmanager

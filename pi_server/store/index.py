@@ -18,6 +18,7 @@ import orjson
 
 from pi_server.jsutil import js_date_ms
 from pi_server.store import content, scan
+from pi_server.store import entry_types as et
 from pi_server.store.batch import BatchIndexer
 from pi_server.store.decode import (
     DECODE_ERRORS,
@@ -255,7 +256,7 @@ class SessionIndex(EntryReader, BatchIndexer):
             etype = intern_get(t) or canon(t)
             role = None
             fl = 0
-            if etype == "message":
+            if etype == et.MESSAGE:
                 self.message_count += 1
                 if nav.message is not None:
                     role, fl = self._fast_message(nav, len(ids))
@@ -337,12 +338,12 @@ class SessionIndex(EntryReader, BatchIndexer):
             self._take_header(nav, stripped, orig)
             return
         self._ordinal += 1
-        if nav.type == "session":
+        if nav.type == et.SESSION:
             return  # pi ignores further header lines
         self._entry(nav, msg_blocks, off, length)
 
     def _take_header(self, nav: Nav, stripped: bytes, raw: bytes) -> None:
-        if nav.type != "session" or not isinstance(nav.id, str):
+        if nav.type != et.SESSION or not isinstance(nav.id, str):
             raise NotASession(f"{self.path}: first line is not a pi session header")
         try:
             obj = loads(stripped)
@@ -390,7 +391,7 @@ class SessionIndex(EntryReader, BatchIndexer):
         msg = nav.message
         role = None
         flags = 0
-        if etype == "message":
+        if etype == et.MESSAGE:
             self.message_count += 1
             if msg is not None:
                 r = msg.role

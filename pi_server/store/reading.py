@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from pi_server.store import entry_types as et
 from pi_server.store import scan
 from pi_server.store.decode import (
     ABSENT,
@@ -173,7 +174,7 @@ class EntryReader:
             try:
                 head = _line_head.decode(raw)
                 msg = bytes(head.message)
-                ok = head.type == "message" and msg[:1] == b"{" and (msg.isascii() or bool(msg.decode()))
+                ok = head.type == et.MESSAGE and msg[:1] == b"{" and (msg.isascii() or bool(msg.decode()))
                 if ok and b"null" in msg:  # rare: look at the content itself
                     content = _msg_head.decode(msg).content
                     ok = len(content) > 0 and bytes(content) != b"null"
@@ -182,7 +183,7 @@ class EntryReader:
             except DECODE_ERRORS:
                 ok = False
             if ok:
-                return {"type": "message", "id": self.ids[pos], "message": msgspec.Raw(msg)}
+                return {"type": et.MESSAGE, "id": self.ids[pos], "message": msgspec.Raw(msg)}
         return self._materialize(pos, raw)
 
     def read_raw(self, pos: int) -> bytes:
@@ -208,7 +209,7 @@ class EntryReader:
         return self._light(pos, raw)
 
     def _light(self, pos: int, raw: bytes) -> dict[str, Any]:
-        if self.types[pos] == "context_edit":  # pi 1.6.0's: its targetId and replacement are read whole
+        if self.types[pos] == et.CONTEXT_EDIT:  # pi 1.6.0's: its targetId and replacement are read whole
             return self._materialize(pos, raw)
         try:
             e = title_decoder.decode(raw)
@@ -243,14 +244,14 @@ class EntryReader:
             # pi's migration puts id/parentId after the existing keys.
             obj["id"] = self.ids[pos]
             obj["parentId"] = self.parents[pos]
-            if obj.get("type") == "compaction" and isinstance(obj.get("firstKeptEntryIndex"), (int, float)):
+            if obj.get("type") == et.COMPACTION and isinstance(obj.get("firstKeptEntryIndex"), (int, float)):
                 k = obj.pop("firstKeptEntryIndex")
                 target = self._v1_by_ordinal.get(int(k)) if float(k).is_integer() else None
                 if target is not None:
                     obj["firstKeptEntryId"] = self.ids[target]
-            elif obj.get("type") == "compaction" and "firstKeptEntryIndex" in obj:
+            elif obj.get("type") == et.COMPACTION and "firstKeptEntryIndex" in obj:
                 obj.pop("firstKeptEntryIndex")
         msg = obj.get("message")
-        if obj.get("type") == "message" and isinstance(msg, dict) and msg.get("role") == "hookMessage":
+        if obj.get("type") == et.MESSAGE and isinstance(msg, dict) and msg.get("role") == "hookMessage":
             msg["role"] = "custom"
         return obj

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pi_server.store import entry_types as et
+
 CURRENT_VERSION = 3
 
 # flag bits
@@ -18,13 +20,13 @@ MODEL, THINKING, COMPACTION = 1, 2, 3
 
 def setting_kind(etype: str, role: str | None) -> int:
     """What an entry contributes to pi's settings replay: the model, the thinking level, a compaction."""
-    if etype == "message":
+    if etype == et.MESSAGE:
         return MODEL if role == "assistant" else 0
-    if etype == "model_change":
+    if etype == et.MODEL_CHANGE:
         return MODEL
-    if etype == "thinking_level_change":
+    if etype == et.THINKING_LEVEL_CHANGE:
         return THINKING
-    if etype == "compaction":
+    if etype == et.COMPACTION:
         return COMPACTION
     return 0
 

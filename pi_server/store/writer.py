@@ -21,6 +21,7 @@ from typing import Any
 
 from pi_server.jsutil import js_finite
 from pi_server.store import beneath
+from pi_server.store import entry_types as et
 from pi_server.store.index import SessionIndex
 from pi_server.store.records import CURRENT_VERSION
 from pi_server.store.state import atomic_write
@@ -196,7 +197,7 @@ def new_session_file(
     refuse_samples(directory)
     ts = now_iso()
     sid = _uuid7()
-    header = {"type": "session", "version": CURRENT_VERSION, "id": sid, "timestamp": ts, **header_extra}
+    header = {"type": et.SESSION, "version": CURRENT_VERSION, "id": sid, "timestamp": ts, **header_extra}
     path = os.path.join(directory, f"{ts.replace(':', '-').replace('.', '-')}_{sid}.jsonl")
     atomic_write(path, b"".join(dumps(x) + b"\n" for x in [header, *entries]), roots=roots)
     return path

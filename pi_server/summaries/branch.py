@@ -14,6 +14,7 @@ from pi_server.context.build import branch_summary_message, compaction_summary_m
 from pi_server.jsutil import js_key, js_string, js_stringify, u16len, u16slice, u16sort_key
 from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.tokens import estimate_tokens
+from pi_server.store import entry_types as et
 from pi_server.store.index import SessionIndex
 from pi_server.summaries.prompts import BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT
 from pi_server.tree.paths import common_ancestor
@@ -51,16 +52,16 @@ def collect_entries(idx: SessionIndex, old_leaf: str | None, target: str | None)
 def _message(entry: dict[str, Any], edit: dict[str, Any] | None) -> dict[str, Any] | None:
     """pi's getMessageFromEntry: an edited entry as projected, else its own message."""
     t = entry.get("type")
-    if t == "message":
+    if t == et.MESSAGE:
         m = entry.get("message")
         if not isinstance(m, dict) or m.get("role") == "toolResult":
             return None  # the call in the assistant message carries the context
         return (project(entry, edit) or [None])[0] if edit else m
-    if t == "custom_message":
+    if t == et.CUSTOM_MESSAGE:
         return (project(entry, edit) or [None])[0]
-    if t == "branch_summary":
+    if t == et.BRANCH_SUMMARY:
         return branch_summary_message(entry)  # kept even when empty, as pi's summarizer does
-    if t == "compaction":
+    if t == et.COMPACTION:
         return compaction_summary_message(entry)
     return None
 
@@ -98,7 +99,7 @@ def prepare_entries(entries: list[dict[str, Any]], budget: int = 0) -> tuple[lis
     ops = FileOps()
     for e in entries:
         details = e.get("details")
-        if e.get("type") == "branch_summary" and not e.get("fromHook") and isinstance(details, dict):
+        if e.get("type") == et.BRANCH_SUMMARY and not e.get("fromHook") and isinstance(details, dict):
             read, modified = details.get("readFiles"), details.get("modifiedFiles")
             for f in read if isinstance(read, list) else []:
                 if isinstance(f, str):  # a path of another type is left out (see protocol.md)
@@ -107,7 +108,7 @@ def prepare_entries(entries: list[dict[str, Any]], budget: int = 0) -> tuple[lis
                 if isinstance(f, str):
                     ops.edited[f] = None  # modified files count as edited, as pi dedupes them
     # the latest context edit per target among the collected entries
-    edits = {js_key(e.get("targetId")): e for e in entries if e.get("type") == "context_edit"}
+    edits = {js_key(e.get("targetId")): e for e in entries if e.get("type") == et.CONTEXT_EDIT}
     messages: list[dict[str, Any]] = []
     total = 0
     for e in reversed(entries):
@@ -117,7 +118,7 @@ def prepare_entries(entries: list[dict[str, Any]], budget: int = 0) -> tuple[lis
         extract_file_ops(m, ops)
         tokens = estimate_tokens(m)
         if budget > 0 and total + tokens > budget:
-            if e.get("type") in ("compaction", "branch_summary") and total < budget * 0.9:
+            if e.get("type") in (et.COMPACTION, et.BRANCH_SUMMARY) and total < budget * 0.9:
                 messages.insert(0, m)
                 total += tokens
             break

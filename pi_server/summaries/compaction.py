@@ -15,6 +15,7 @@ from pi_server.context.build import context_for_path, entry_messages, project
 from pi_server.jsutil import js_key
 from pi_server.llm.convert import convert_to_llm
 from pi_server.llm.tokens import estimate_tokens, projected_context_tokens
+from pi_server.store import entry_types as et
 from pi_server.summaries.branch import (
     FileOps,
     extract_file_ops,
@@ -44,7 +45,7 @@ def projection(path: list[dict[str, Any]]) -> list[Projected]:
     out: list[Projected] = []
     for k, i in enumerate(ctx.selected or []):
         e = path[i]
-        if e.get("type") == "compaction" and k > 0:
+        if e.get("type") == et.COMPACTION and k > 0:
             out.append((e, []))  # an older compaction inside the kept range contributes nothing
             continue
         edit = edits.get(js_key(e.get("id")))
@@ -57,11 +58,11 @@ def _has(messages: list[dict[str, Any]], roles: frozenset[str]) -> bool:
 
 
 def _starts_turn(p: Projected) -> bool:
-    return p[0].get("type") != "compaction" and _has(p[1], _TURN_ROLES)
+    return p[0].get("type") != et.COMPACTION and _has(p[1], _TURN_ROLES)
 
 
 def _visible(p: Projected) -> bool:
-    return p[0].get("type") != "context_edit" and bool(entry_messages(p[0]))
+    return p[0].get("type") != et.CONTEXT_EDIT and bool(entry_messages(p[0]))
 
 
 def _omitted(p: Projected) -> bool:
@@ -72,23 +73,23 @@ def _recovery_suffix(suffix: list[Projected]) -> bool:
     """A closed suffix holding only omitted attempts (and their edits): the cut moves past it."""
     omitted = {js_key(p[0].get("id")) for p in suffix if _omitted(p)}
     external = any(
-        p[0].get("type") == "context_edit"
+        p[0].get("type") == et.CONTEXT_EDIT
         and p[0].get("replacement") is not None
         and js_key(p[0].get("targetId")) not in omitted
         for p in suffix
     )
     attempt = any(
-        p[0].get("type") == "message" and (p[0].get("message") or {}).get("role") == "assistant" and _omitted(p)
+        p[0].get("type") == et.MESSAGE and (p[0].get("message") or {}).get("role") == "assistant" and _omitted(p)
         for p in suffix
     )
-    closed = all(p[0].get("type") != "compaction" and (not _visible(p) or _omitted(p)) for p in suffix)
+    closed = all(p[0].get("type") != et.COMPACTION and (not _visible(p) or _omitted(p)) for p in suffix)
     return not external and attempt and closed
 
 
 def find_cut_point(entries: list[Projected], start: int, end: int, keep: int) -> tuple[int, int, bool]:
     """pi's findProjectedCutPoint: (first kept index, turn start index or -1, split turn)."""
     cuts = [
-        i for i in range(start, end) if entries[i][0].get("type") != "compaction" and _has(entries[i][1], _CUT_ROLES)
+        i for i in range(start, end) if entries[i][0].get("type") != et.COMPACTION and _has(entries[i][1], _CUT_ROLES)
     ]
     if not cuts:
         return start, -1, False
@@ -108,7 +109,7 @@ def find_cut_point(entries: list[Projected], start: int, end: int, keep: int) ->
         cut += 1
     while cut > start:
         prev = entries[cut - 1]
-        if prev[0].get("type") == "compaction" or prev[1]:
+        if prev[0].get("type") == et.COMPACTION or prev[1]:
             break
         cut -= 1  # take the bookkeeping entries just before along
     if _starts_turn(entries[cut]):
@@ -137,15 +138,15 @@ class Preparation:
 
 def _summarized(entries: list[Projected]) -> list[dict[str, Any]]:
     """Messages to summarize: compactions give none; system messages are prompt state, not conversation."""
-    return [m for e, ms in entries if e.get("type") != "compaction" for m in ms if m.get("role") != "system"]
+    return [m for e, ms in entries if e.get("type") != et.COMPACTION for m in ms if m.get("role") != "system"]
 
 
 def prepare_compaction(path: list[dict[str, Any]], keep: int = KEEP_RECENT_TOKENS) -> Preparation | None:
     """pi's prepareCompaction; None when there is nothing to compact (pi's `undefined`)."""
-    if path and path[-1].get("type") == "compaction":
+    if path and path[-1].get("type") == et.COMPACTION:
         return None
     entries = projection(path)
-    prev = next((i for i, (e, ms) in enumerate(entries) if e.get("type") == "compaction" and ms), -1)
+    prev = next((i for i, (e, ms) in enumerate(entries) if e.get("type") == et.COMPACTION and ms), -1)
     start = prev + 1 if prev >= 0 else 0
     previous = entries[prev][0].get("summary") if prev >= 0 else None
     before = tokens_before(entries, path)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_server.store import entry_types as et
 from pi_server.summaries.branch import BranchRequest, block_texts
 
 
@@ -25,7 +26,7 @@ def extractive_summary(req: BranchRequest, entries: list[dict[str, Any]]) -> str
     last_error = ""
     last_assistant = ""
     for e in entries:
-        m = e.get("message") if e.get("type") == "message" else None
+        m = e.get("message") if e.get("type") == et.MESSAGE else None
         if not isinstance(m, dict):
             continue
         role = m.get("role")
@@ -40,7 +41,7 @@ def extractive_summary(req: BranchRequest, entries: list[dict[str, Any]]) -> str
                 last_error = _line(str(m.get("errorMessage") or m.get("stopReason")))
         elif role == "toolResult" and m.get("isError"):
             last_error = _line(_text(m.get("content")))
-    last = next((e for e in reversed(entries) if e.get("type") == "message"), None)
+    last = next((e for e in reversed(entries) if e.get("type") == et.MESSAGE), None)
     finished = bool(
         last
         and (last.get("message") or {}).get("role") == "assistant"

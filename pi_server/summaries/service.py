@@ -10,6 +10,7 @@ import msgspec
 import pi_server.summaries.compaction as compaction
 from pi_server.llm.client import api_key
 from pi_server.llm.models import ANTHROPIC, DEFAULT_ANTHROPIC, ModelInfo
+from pi_server.store import entry_types as et
 from pi_server.summaries.branch import BranchRequest, collect_entries, finish_summary, prepare_branch_summary
 from pi_server.summaries.client import complete_with_usage, request_body
 from pi_server.summaries.extractive import extractive_summary
@@ -108,7 +109,7 @@ def _extractive_compaction(prep: Any) -> str:
     for kind, messages in (("history", prep.to_summarize), ("prefix", prep.turn_prefix)):
         if messages:
             req = BranchRequest("", prep.read_files, prep.modified_files, [], None, messages)
-            texts[kind] = extractive_summary(req, [{"type": "message", "message": m} for m in messages])
+            texts[kind] = extractive_summary(req, [{"type": et.MESSAGE, "message": m} for m in messages])
     if prep.split_turn and prep.turn_prefix and "prefix" not in texts:
         texts["prefix"] = "(no turn prefix)"
     return compaction.merge(prep, texts)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pi_server.jsutil import js_split_ws
+from pi_server.store import entry_types as et
 from pi_server.store.index import SessionIndex
 from pi_server.store.records import F_ASSISTANT_TEXT, F_ERRORISH
 from pi_server.tree import titles
@@ -23,8 +24,8 @@ from pi_server.tree.walk import ByPosition, Column, VisibleTree, Walker, active_
 
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
 # bookkeeping entries the default and no-tools filters hide (pi 1.6.0 adds context_edit)
-_SETTINGS = frozenset(("label", "context_edit", "custom", "model_change", "thinking_level_change", "session_info"))
-_DEFAULT_HIDDEN = _SETTINGS | {"usage"}
+_SETTINGS = frozenset((et.LABEL, et.CONTEXT_EDIT, et.CUSTOM, et.MODEL_CHANGE, et.THINKING_LEVEL_CHANGE, et.SESSION_INFO))
+_DEFAULT_HIDDEN = _SETTINGS | {et.USAGE}
 _OTHER_FILTERS = frozenset(("user-only", "no-tools", "labeled-only", "all"))
 
 
@@ -234,16 +235,16 @@ class Outline:
         out: list[int] = []
         for pos in order:
             t = types[pos]
-            if t == "usage":
+            if t == et.USAGE:
                 continue  # pi 1.6.0 hides usage entries in every filter
             role = roles[pos]
-            if t == "message" and role == "assistant" and pos != leaf:
+            if t == et.MESSAGE and role == "assistant" and pos != leaf:
                 if not flags[pos] & (F_ASSISTANT_TEXT | F_ERRORISH):
                     continue
             if filt == "user-only":
-                ok = t == "message" and role == "user"
+                ok = t == et.MESSAGE and role == "user"
             elif filt == "no-tools":
-                ok = t not in _SETTINGS and not (t == "message" and role == "toolResult")
+                ok = t not in _SETTINGS and not (t == et.MESSAGE and role == "toolResult")
             elif filt == "labeled-only":
                 ok = ids[pos] in labels
             elif filt == "all":

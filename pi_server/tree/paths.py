@@ -14,6 +14,7 @@ from functools import cmp_to_key
 from typing import Any
 
 from pi_server.jsutil import js_date_ms
+from pi_server.store import entry_types as et
 from pi_server.store.index import SessionIndex
 from pi_server.store.records import Diagnostic
 
@@ -182,25 +183,25 @@ def tree_diagnostics(idx: SessionIndex, tree: Tree) -> list[Diagnostic]:
     for pos in unreachable(idx, tree):
         diag(pos, "error", "cycle", "entry is part of a parentId cycle; it is not reachable from any root")
     refs = [pos for pos, t in enumerate(idx.types) if t in _REFERRING]
-    spans = _euler_spans(tree) if "context_edit" in idx.types else None
+    spans = _euler_spans(tree) if et.CONTEXT_EDIT in idx.types else None
     for pos, entry in zip(refs, idx.read_entries(refs), strict=True):
         t = idx.types[pos]
         ref = entry.get(_REFERRING[t])
         if not isinstance(ref, str):
             continue
         target = idx.by_id.get(ref)
-        if t == "label" and target is None:
+        if t == et.LABEL and target is None:
             diag(pos, "warning", "dangling-label", f"label target {ref} does not exist")
-        elif t == "compaction" and target is None and ref != idx.ids[pos]:
+        elif t == et.COMPACTION and target is None and ref != idx.ids[pos]:
             diag(pos, "warning", "dangling-first-kept", f"firstKeptEntryId {ref} does not exist")
-        elif t == "context_edit" and target is None:
+        elif t == et.CONTEXT_EDIT and target is None:
             diag(pos, "warning", "dangling-edit-target", f"context edit target {ref} does not exist")
-        elif t == "context_edit" and spans is not None and not _is_ancestor(spans, target, pos):  # type: ignore[arg-type]
+        elif t == et.CONTEXT_EDIT and spans is not None and not _is_ancestor(spans, target, pos):  # type: ignore[arg-type]
             diag(pos, "warning", "edit-target-off-path", f"context edit target {ref} is not on this entry's path")
     return out
 
 
-_REFERRING = {"label": "targetId", "compaction": "firstKeptEntryId", "context_edit": "targetId"}
+_REFERRING = {et.LABEL: "targetId", et.COMPACTION: "firstKeptEntryId", et.CONTEXT_EDIT: "targetId"}
 
 
 def _euler_spans(tree: Tree) -> dict[int, tuple[int, int]]:

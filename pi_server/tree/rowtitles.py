@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from pi_server.store import entry_types as et
 from pi_server.store.decode import DECODE_ERRORS, loads
 from pi_server.store.index import SessionIndex
 from pi_server.store.reading import title_content
@@ -111,14 +112,14 @@ def _read_rows(idx: SessionIndex, positions: list[int], also: set[int], lines: d
             if pos not in rows:
                 return None
         role = roles[pos]  # the index's: picks the shape, checked against the line's own
-        if types[pos] != "message" or (role != "toolResult" and role != "user" and role != "assistant"):
+        if types[pos] != et.MESSAGE or (role != "toolResult" and role != "user" and role != "assistant"):
             return light(pos, raw)
         try:
             e = _result_row.decode(raw) if role == "toolResult" else _chat_row.decode(raw)
         except DECODE_ERRORS:
             return light(pos, raw)
         m = e.message
-        if e.type != "message" or m is None or m.role != role:
+        if e.type != et.MESSAGE or m is None or m.role != role:
             return light(pos, raw)
         if role == "toolResult":
             return _Result(m.toolCallId, m.toolName, e.timestamp)
@@ -168,7 +169,7 @@ class RowTitles:
                 call = e.call
             elif type(e) is dict:
                 msg = e.get("message")
-                if isinstance(msg, dict) and msg.get("role") == "toolResult" and e.get("type") == "message":
+                if isinstance(msg, dict) and msg.get("role") == "toolResult" and e.get("type") == et.MESSAGE:
                     call = msg.get("toolCallId")
             if type(call) is str and call in call_pos:
                 want[call] = definer(call)

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from pi_server.jsutil import js_number, js_string, js_stringify, js_trim, u16len, u16slice
+from pi_server.store import entry_types as et
 from pi_server.store.content import block_fields as _block
 
 _MAX = 200  # pi's tree selector looks at the first 200 characters of a message
@@ -179,7 +180,7 @@ def tool_result_title(call: Any, name: Any, tool_titles: dict[str, str]) -> str:
 def display_title(entry: dict[str, Any], tool_titles: dict[str, str]) -> str:
     """pi's getEntryDisplayText without colours."""
     t = entry.get("type")
-    if t == "message":
+    if t == et.MESSAGE:
         msg = entry.get("message") if isinstance(entry.get("message"), dict) else {}
         role = msg.get("role")
         if role == "user":
@@ -192,7 +193,7 @@ def display_title(entry: dict[str, Any], tool_titles: dict[str, str]) -> str:
             cmd = msg.get("command")
             return f"[bash]: {_normalize(_js_str(cmd) if cmd is not None else '')}"
         return f"[{'undefined' if role is None else _js_str(role)}]"
-    if t == "custom_message":
+    if t == et.CUSTOM_MESSAGE:
         content = entry.get("content")
         if isinstance(content, str):
             text = content
@@ -203,28 +204,28 @@ def display_title(entry: dict[str, Any], tool_titles: dict[str, str]) -> str:
                 if isinstance(c, dict) and c.get("type") == "text"
             )
         return f"[{_js_str(entry.get('customType'))}]: " + _normalize(text)
-    if t == "compaction":
+    if t == et.COMPACTION:
         tb = entry.get("tokensBefore")
         k = _js_round(tb / 1000) if _num(tb) else "NaN"
         return f"[compaction: {k}k tokens]"
-    if t == "branch_summary":
+    if t == et.BRANCH_SUMMARY:
         s = entry.get("summary")
         return "[branch summary]: " + _normalize(s if isinstance(s, str) else _js_str(s) if s is not None else "")
-    if t == "model_change":
+    if t == et.MODEL_CHANGE:
         return f"[model: {_js_str(entry.get('modelId')) if entry.get('modelId') is not None else 'undefined'}]"
-    if t == "thinking_level_change":
+    if t == et.THINKING_LEVEL_CHANGE:
         v = entry.get("thinkingLevel")
         return f"[thinking: {'undefined' if v is None else _js_str(v)}]"
-    if t == "custom":
+    if t == et.CUSTOM:
         v = entry.get("customType")
         return f"[custom: {'undefined' if v is None else _js_str(v)}]"
-    if t == "context_edit":
+    if t == et.CONTEXT_EDIT:
         target = _js_str(entry["targetId"]) if "targetId" in entry else "undefined"
         return f"[context {_edit_kind(entry)}: {target}]"
-    if t == "label":
+    if t == et.LABEL:
         v = entry.get("label")
         return f"[label: {'(cleared)' if v is None else _js_str(v)}]"
-    if t == "session_info":
+    if t == et.SESSION_INFO:
         name = entry.get("name")
         return f"[title: {_js_str(name)}]" if name else "[title: empty]"
     return ""
@@ -242,34 +243,34 @@ def search_text(entry: dict[str, Any], label: str | None) -> str:
     if label:
         parts.append(label)
     t = entry.get("type")
-    if t == "message":
+    if t == et.MESSAGE:
         msg = entry.get("message") if isinstance(entry.get("message"), dict) else {}
         parts.append(_j(msg.get("role")))
         if msg.get("content"):
             parts.append(extract_content(msg.get("content")))
         if msg.get("role") == "bashExecution" and msg.get("command"):
             parts.append(_j(msg.get("command")))
-    elif t == "custom_message":
+    elif t == et.CUSTOM_MESSAGE:
         parts.append(_j(entry.get("customType")))
         c = entry.get("content")
         parts.append(c if isinstance(c, str) else extract_content(c))
-    elif t == "compaction":
+    elif t == et.COMPACTION:
         parts.append("compaction")
-    elif t == "branch_summary":
+    elif t == et.BRANCH_SUMMARY:
         parts += ["branch summary", _j(entry.get("summary"))]
-    elif t == "session_info":
+    elif t == et.SESSION_INFO:
         parts.append("title")
         if entry.get("name"):
             parts.append(_j(entry.get("name")))
-    elif t == "model_change":
+    elif t == et.MODEL_CHANGE:
         parts += ["model", _j(entry.get("modelId"))]
-    elif t == "thinking_level_change":
+    elif t == et.THINKING_LEVEL_CHANGE:
         parts += ["thinking", _j(entry.get("thinkingLevel"))]
-    elif t == "custom":
+    elif t == et.CUSTOM:
         parts += ["custom", _j(entry.get("customType"))]
-    elif t == "context_edit":
+    elif t == et.CONTEXT_EDIT:
         parts += ["context edit", _edit_kind(entry), _j(entry.get("targetId"))]
-    elif t == "label":
+    elif t == et.LABEL:
         parts += ["label", _j(entry.get("label"))]
     return " ".join(parts)
 

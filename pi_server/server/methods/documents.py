@@ -15,6 +15,7 @@ from pi_server.live.session import LiveSession
 from pi_server.server import errors, wire
 from pi_server.server.base import PiServer
 from pi_server.server.rpc import lsp_feature
+from pi_server.store import entry_types as et
 from pi_server.store.index import SessionIndex
 from pi_server.store.names import from_wire
 from pi_server.store.records import F_ASSISTANT_TEXT
@@ -28,16 +29,16 @@ _SEVERITY = {
 }
 # one kind per entry (and message role), so outline clients group them sensibly
 _KIND = {
-    "compaction": lsp.SymbolKind.Package,
-    "branch_summary": lsp.SymbolKind.Namespace,
-    "label": lsp.SymbolKind.Key,
-    "context_edit": lsp.SymbolKind.Operator,
-    "usage": lsp.SymbolKind.Number,
-    "model_change": lsp.SymbolKind.Property,
-    "thinking_level_change": lsp.SymbolKind.Property,
-    "session_info": lsp.SymbolKind.Constant,
-    "custom_message": lsp.SymbolKind.Object,
-    "custom": lsp.SymbolKind.Struct,
+    et.COMPACTION: lsp.SymbolKind.Package,
+    et.BRANCH_SUMMARY: lsp.SymbolKind.Namespace,
+    et.LABEL: lsp.SymbolKind.Key,
+    et.CONTEXT_EDIT: lsp.SymbolKind.Operator,
+    et.USAGE: lsp.SymbolKind.Number,
+    et.MODEL_CHANGE: lsp.SymbolKind.Property,
+    et.THINKING_LEVEL_CHANGE: lsp.SymbolKind.Property,
+    et.SESSION_INFO: lsp.SymbolKind.Constant,
+    et.CUSTOM_MESSAGE: lsp.SymbolKind.Object,
+    et.CUSTOM: lsp.SymbolKind.Struct,
 }
 _ROLE_KIND = {
     "user": lsp.SymbolKind.Event,
@@ -52,7 +53,7 @@ _ROLE_KIND = {
 
 
 def _kind(etype: str, role: str | None) -> lsp.SymbolKind:
-    if etype == "message":
+    if etype == et.MESSAGE:
         return _ROLE_KIND.get(role or "", lsp.SymbolKind.String)
     return _KIND.get(etype, lsp.SymbolKind.Event)
 
@@ -201,7 +202,7 @@ def outline_titles(idx: SessionIndex, order: list[int]) -> dict[int, str]:
     entries = idx.read_entries(order, light=True)
     out = {pos: titles.display_title(e, {}) for pos, e in zip(order, entries, strict=True)}
     for pos, e in zip(order, entries, strict=True):
-        if idx.types[pos] == "usage":
+        if idx.types[pos] == et.USAGE:
             out[pos] = f"[usage: {e.get('kind', 'usage')}]"
     calls_only = [p for p in order if idx.roles[p] == "assistant" and not idx.flags[p] & F_ASSISTANT_TEXT]
     for pos, e in zip(calls_only, idx.read_entries(calls_only), strict=True):
@@ -236,13 +237,13 @@ def hover_at(live: LiveSession, line: int) -> lsp.Hover | None:
     parts.append(f"time: {e.get('timestamp')}")
     if msg.get("model"):
         parts.append(f"model: {msg.get('provider')}/{msg.get('model')}")
-    parts += _usage_lines(msg.get("usage") if msg else e.get("usage") if e.get("type") == "usage" else None)
+    parts += _usage_lines(msg.get("usage") if msg else e.get("usage") if e.get("type") == et.USAGE else None)
     label = idx.label_of(idx.ids[pos])
     if label:
         parts.append(f"label: {label}")
-    if e.get("type") == "context_edit":
+    if e.get("type") == et.CONTEXT_EDIT:
         parts.append(_edit_line(idx, e))
-    text = outline_titles(idx, [pos])[pos] if e.get("type") != "context_edit" else ""
+    text = outline_titles(idx, [pos])[pos] if e.get("type") != et.CONTEXT_EDIT else ""
     if text:
         parts.append("\n" + text[:500])
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n".join(parts)))
@@ -276,7 +277,7 @@ def parent_location(live: LiveSession, uri: str, position: lsp.Position) -> lsp.
     if pos is None:
         return None
     ref = idx.parents[pos]
-    if idx.types[pos] in ("label", "context_edit"):
+    if idx.types[pos] in (et.LABEL, et.CONTEXT_EDIT):
         e = idx.read_entry(pos)
         raw = idx.read_raw(pos).decode("utf-8", "replace")
         at = raw.find('"targetId"')

@@ -13,6 +13,7 @@ from pi_server.server import errors, notify, offcore, params
 from pi_server.server.host import Host
 from pi_server.server.results import CompactResult
 from pi_server.server.rpc import pi_method
+from pi_server.store import entry_types as et
 from pi_server.store.index import SessionIndex
 from pi_server.summaries.client import SummaryError
 from pi_server.summaries.compaction import prepare_compaction
@@ -74,7 +75,7 @@ def _prepare(ls: Host, idx: SessionIndex, leaf: str) -> tuple[Any, Any, str]:
     session_model = settings.model or {"provider": model.provider, "modelId": model.id}
     _, keep = ls.settings.compaction.for_model(str(session_model.get("provider")), str(session_model.get("modelId")))
     prep = prepare_compaction(path, keep)
-    if prep is None and path and path[-1].get("type") == "compaction":
+    if prep is None and path and path[-1].get("type") == et.COMPACTION:
         raise errors.NothingToCompact("Already compacted")
     return prep, model, clamp_thinking_level(model, settings.thinking_level or "off")
 
