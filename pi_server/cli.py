@@ -172,39 +172,14 @@ def cmd_tree(args: argparse.Namespace) -> int:
     if args.json:
         _dump(result)
         return 0
-    width = _terminal_width()
+    from pi_server.tree.width import fit_width, terminal_width
+
+    width = terminal_width()
     for line in render_text(result, ids=args.ids):
         _print(line if width is None else fit_width(line, width))
     shown = len(result["rows"])
     print(f"({shown} of {result['total']} rows, filter {args.filter})")
     return 0
-
-
-def _terminal_width() -> int | None:
-    """The terminal's columns when stdout is one (rows are fitted, as pi's /tree does); else None."""
-    import shutil
-
-    try:
-        if not sys.stdout.isatty():
-            return None
-    except ValueError:
-        return None
-    return shutil.get_terminal_size().columns
-
-
-def fit_width(line: str, width: int) -> str:
-    """The line cut to `width` terminal columns (wide characters take two, combining ones none)."""
-    import unicodedata
-
-    used = 0
-    for i, ch in enumerate(line):
-        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
-            continue
-        w = 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-        if used + w > width:
-            return line[:i]
-        used += w
-    return line
 
 
 def cmd_context(args: argparse.Namespace) -> int:

@@ -501,7 +501,9 @@ async def test_an_unknown_method_is_the_clients_business_not_a_server_error(
 ) -> None:
     for verbose in ((), ("-v",)):
         log = tmp_path / f"server{len(verbose)}.log"
-        async with server(*args(store, "--log-file", str(log), *verbose)) as c:
+        # a state dir of its own: a daemon of its own, started with this log file and verbosity
+        state = ["--state-dir", str(tmp_path / f"state{len(verbose)}")]
+        async with server(*args(store, "--log-file", str(log), *verbose), *state) as c:
             for method in ("editor/somethingElse", "pi/noSuchMethod"):
                 with pytest.raises(JsonRpcException) as e:
                     await c.call(method, {})

@@ -85,7 +85,7 @@ class Hub:
     def broadcast(self, method: str, payload: dict[str, Any]) -> None:
         for conn in list(self.connections):
             if conn.authorized and conn.protocol.writer is not None:
-                conn.protocol.notify(method, payload)
+                conn.protocol.notify(method, conn.typed(method, payload))  # an LSP method's params typed
 
 
 class Connection(PiServer):
