@@ -122,3 +122,33 @@ def test_the_level_in_use_is_recorded_after_a_jump_above_a_thinking_change(tmp_p
     assert eid == last["id"] and last["type"] == "thinking_level_change"
     assert last["thinkingLevel"] == "high" and last["parentId"] == out["leafId"]
     assert app.record_thinking_level() is None  # recorded once
+
+
+def test_a_turn_pi_starts_right_behind_a_queued_write_holds_the_rest(tmp_path: Path, monkeypatch: Any) -> None:
+    # pi's user message lands between one queued write and the re-read after it: the re-read
+    # takes it in, so the next write must still see that the file changed and ask if pi is busy
+    # (the real race, two servers against pi's turns, is tests/test_races.py)
+    from pi_server.live import appends, queue
+
+    reg, big = _registry(tmp_path)
+    live = reg.get(big)
+    first = live.index.ids[0]
+    reg.turns[live.path] = object()
+    for k in range(3):
+        assert reg.write(live, [ops.LabelOp(targetId=first, label=f"Q{k}")]).queued
+    del reg.turns[live.path]
+    real = appends.append_lines
+
+    def and_then_pi(path: str, entries: list[dict[str, Any]], roots: tuple[str, ...]) -> None:
+        real(path, entries, roots)
+        monkeypatch.setattr(appends, "append_lines", real)
+        user = {"role": "user", "content": "next", "timestamp": 1}
+        line = {"type": "message", "id": "feedbeef", "parentId": entries[-1]["id"], "timestamp": "t", "message": user}
+        with open(path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+
+    monkeypatch.setattr(appends, "append_lines", and_then_pi)
+    queue.flush(reg.state, live, pi_busy=lambda: True)
+    labels = [e["label"] for e in _lines(big) if e.get("type") == "label" and e.get("label", "").startswith("Q")]
+    assert labels == ["Q0"]
+    assert len(reg.state.pending(big)) == 2

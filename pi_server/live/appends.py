@@ -30,6 +30,7 @@ class SessionAppender:
         self.live = live
         self.state = state
         self.appended: list[str] = []  # every id the file gained, ours and any a concurrent pi wrote
+        self._others = False  # others' entries read with our last append, not yet reported by catch_up
 
     def append_message(self, message: dict[str, Any]) -> str:
         return self._append_entry(et.MESSAGE, self.live.leaf_id, message=message)
@@ -135,7 +136,10 @@ class SessionAppender:
         append_lines(idx.path, [entry], idx.roots)
         # the entry landed: nothing after this may report the write as failed
         try:
-            self.appended += idx.refresh()[0]
+            got = idx.refresh()[0]
+            self.appended += got
+            # what pi (or another server) appended right behind this entry: catch_up reports it
+            self._others = self._others or any(i != entry["id"] for i in got)
             self.live.leaf_id = idx.last_id
         except (OSError, NotASession):
             self.live.leaf_id = entry["id"]
@@ -145,12 +149,14 @@ class SessionAppender:
 
     def catch_up(self) -> bool:
         """Read what others appended (pi, another server) before writing under the leaf,
-        as pi's reload would: appended entries move the leaf. True when the file changed."""
+        as pi's reload would: appended entries move the leaf. True when the file changed, here
+        or in the re-read after our last append (so a turn pi started meanwhile is seen)."""
         appended, reset = self.live.index.refresh()
         if appended or reset:
             self.appended += appended
             self.live.leaf_id, self.live.explicit = self.live.index.last_id, False
-        return bool(appended or reset)
+        changed, self._others = bool(appended or reset) or self._others, False
+        return changed
 
 
 def first_entries(provider: str, model_id: str, level: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
