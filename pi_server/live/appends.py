@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import msgspec
+
 from pi_server.context.build import build_context
 from pi_server.jsutil import js_date_json, js_trim
 from pi_server.live.errors import EntryNotFound, Refused
 from pi_server.live.session import LiveSession
 from pi_server.llm.transcript import current_system_message
 from pi_server.store import entry_types as et
+from pi_server.store.index import SessionIndex
 from pi_server.store.records import NotASession
 from pi_server.store.state import StateDir
 from pi_server.store.writer import append_lines, migrate_in_place, new_id, now_iso
@@ -23,6 +26,22 @@ from pi_server.tree.paths import path_to
 
 LEAF_MARKER = "pi-server/leaf"
 _LINE_BREAKS = re.compile(r"[\r\n]+")
+
+
+class SystemInForce(msgspec.Struct):
+    """The system message in force at `leaf` of the file as it was at `size` bytes."""
+
+    leaf: str | None
+    size: int
+    system: dict[str, Any] | None
+
+
+def system_in_force(idx: SessionIndex, leaf: str | None) -> SystemInForce:
+    """pi's getCurrentSystemMessage of the context at `leaf` (any thread: it only reads `idx`)."""
+    # system messages are never left opaque: the others need not be parsed to find them
+    ctx = build_context(idx, leaf, opaque=True) if idx.ids else None
+    system = current_system_message([m for m in ctx.messages if type(m) is dict]) if ctx else None
+    return SystemInForce(leaf, idx.size, system)
 
 
 class SessionAppender:
@@ -98,14 +117,18 @@ class SessionAppender:
         tokens_before: int,
         details: dict[str, Any],
         usage: dict[str, Any] | None = None,
+        found: SystemInForce | None = None,
     ) -> str:
         """pi 1.6.0's appendCompaction: the prompt state in force is stored with it (stamped with
-        the entry's time); a retain-none compaction (no kept entry) keeps from itself."""
+        the entry's time); a retain-none compaction (no kept entry) keeps from itself. `found`:
+        that state as the compaction's preparation found it, used while the file is unchanged
+        (finding it walks the whole branch: seconds on a session of a million entries)."""
         idx = self.live.index
         timestamp = now_iso()
-        # system messages are never left opaque: the others need not be parsed to find them
-        ctx = build_context(idx, self.live.leaf_id, opaque=True) if idx.ids else None
-        system = current_system_message([m for m in ctx.messages if type(m) is dict]) if ctx else None
+        if found is not None and found.leaf == self.live.leaf_id and found.size == idx.size:
+            system = found.system
+        else:
+            system = system_in_force(idx, self.live.leaf_id).system
         fields: dict[str, Any] = {"timestamp": timestamp, "summary": summary}
         fields["firstKeptEntryId"] = first_kept_entry_id
         fields["tokensBefore"] = tokens_before

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from pi_server.live.appends import SessionAppender
+from pi_server.live.appends import SessionAppender, SystemInForce
 from pi_server.live.errors import EntryNotFound
 
 
@@ -41,6 +41,7 @@ class CompactionOp(msgspec.Struct, tag="compaction", tag_field="op"):
     tokensBefore: int
     details: dict[str, Any]
     usage: dict[str, Any] | None = None
+    systemInForce: SystemInForce | None = None  # as the preparation found it (appends.py)
 
 
 class LeafOp(msgspec.Struct, tag="leaf", tag_field="op"):
@@ -73,7 +74,8 @@ def apply(op: Op, appender: SessionAppender) -> list[str]:
             ids.append(appender.append_leaf_marker(ids[0]))
         return ids
     if isinstance(op, CompactionOp):
-        return [appender.append_compaction(op.summary, op.firstKeptEntryId, op.tokensBefore, op.details, op.usage)]
+        found = op.systemInForce
+        return [appender.append_compaction(op.summary, op.firstKeptEntryId, op.tokensBefore, op.details, op.usage, found)]
     if isinstance(op, EditOp):
         return [appender.append_context_edit(op.targetId, op.replacement)]
     return [appender.append_leaf_marker(op.leafId)]

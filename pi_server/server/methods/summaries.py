@@ -7,6 +7,7 @@ from typing import Any
 from pi_server import summaries
 from pi_server.context.settings import settings_at
 from pi_server.live import ops
+from pi_server.live.appends import SystemInForce, system_in_force
 from pi_server.live.errors import EntryNotFound
 from pi_server.llm.models import clamp_thinking_level
 from pi_server.server import errors, notify, offcore, params
@@ -67,8 +68,9 @@ async def branch_summary(
         ls.end_progress(token)
 
 
-def _prepare(ls: Host, idx: SessionIndex, leaf: str) -> tuple[Any, Any, str]:
-    """pi's prepareCompaction at `leaf` (any thread: it only reads `idx`)."""
+def _prepare(ls: Host, idx: SessionIndex, leaf: str) -> tuple[Any, Any, str, SystemInForce | None]:
+    """pi's prepareCompaction at `leaf`, and the system message in force there, which the
+    compaction entry stores (any thread: it only reads `idx`)."""
     path = idx.read_entries(path_to(idx, idx.by_id[leaf]))
     settings = settings_at(idx, leaf)
     model = summaries.summary_model(settings.model, ls.settings.summary.model)
@@ -77,10 +79,11 @@ def _prepare(ls: Host, idx: SessionIndex, leaf: str) -> tuple[Any, Any, str]:
     prep = prepare_compaction(path, keep)
     if prep is None and path and path[-1].get("type") == et.COMPACTION:
         raise errors.NothingToCompact("Already compacted")
-    return prep, model, clamp_thinking_level(model, settings.thinking_level or "off")
+    thinking = clamp_thinking_level(model, settings.thinking_level or "off")
+    return prep, model, thinking, system_in_force(idx, leaf) if prep is not None else None
 
 
-def _prepare_private(ls: Host, state_root: str, path: str, leaf: str) -> tuple[Any, Any, str]:
+def _prepare_private(ls: Host, state_root: str, path: str, leaf: str) -> tuple[Any, Any, str, SystemInForce | None]:
     idx = offcore.private_index(state_root, path, tuple(ls.registry.roots))
     if leaf not in idx.by_id:
         raise EntryNotFound(f"no entry {leaf} in {path}")  # the file was rewritten meanwhile
@@ -103,7 +106,7 @@ async def compact(ls: Host, p: params.Compact) -> CompactResult:
     live, got = await ls.core(prepare)
     if type(got) is str:
         got = await offcore.run(_prepare_private, ls, str(ls.registry.state.root), live.path, got)
-    prep, model, thinking = got if got is not None else (None, None, None)
+    prep, model, thinking, found = got if got is not None else (None, None, None, None)
     if prep is None:
         raise errors.NothingToCompact("Nothing to compact (session too small)")
     token = await ls.begin_progress("Compacting session")
@@ -121,6 +124,7 @@ async def compact(ls: Host, p: params.Compact) -> CompactResult:
         tokensBefore=prep.tokens_before,
         details={"readFiles": prep.read_files, "modifiedFiles": prep.modified_files},
         usage=usage,
+        systemInForce=found,
     )
 
     def write() -> Any:
