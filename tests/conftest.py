@@ -69,6 +69,17 @@ def _have_pi() -> bool:
     return (ROOT / "node_modules" / "@mariozechner" / "pi-coding-agent").is_dir() and shutil.which("node") is not None
 
 
+SAMPLES = ROOT / "pi_server" / "samples"
+
+
+def sample_store(tmp_path: Path) -> dict[str, Any]:
+    """A copy of the bundled samples: its root, a state dir beside it, and its largest file."""
+    root = tmp_path / "sessions"
+    shutil.copytree(SAMPLES, root)
+    big = max(root.rglob("*.jsonl"), key=lambda p: p.stat().st_size)
+    return {"root": str(root), "state": str(tmp_path / "state"), "big": str(big)}
+
+
 def load_json(path: str | Path) -> Any:
     with open(path, encoding="utf-8") as f:
         return json.load(f)

@@ -28,7 +28,7 @@ def test_ls_matches_pi(tmp_path: Path) -> None:
         ["ls", {"path": "src", "limit": 1}],
         ["ls", {"path": "empty"}],
     ]
-    pi = run_oracle("agent_tools.mjs", str(tmp_path), calls)
+    pi = run_oracle("agent_tools.mjs", "@mariozechner", str(tmp_path), calls)
     for (name, args), want in zip(calls, pi, strict=True):
         got, is_error = run_local(name, args, str(tmp_path))
         assert is_error == want["isError"], (name, args)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -15,20 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RUNTIME_DIR
+from conftest import RUNTIME_DIR, sample_store
 
 from pi_server import rendezvous
 from pi_server.connector import Config
 
-SAMPLES = Path(__file__).resolve().parent.parent / "pi_server" / "samples"
-
 
 @pytest.fixture
 def store(tmp_path: Path) -> dict[str, Any]:
-    root = tmp_path / "sessions"
-    shutil.copytree(SAMPLES, root)
-    files = sorted(root.rglob("*.jsonl"), key=lambda p: p.stat().st_size)
-    st = {"root": str(root), "state": str(tmp_path / "state"), "big": str(files[-1])}
+    st = sample_store(tmp_path)
     yield st
     _cli("daemon", "stop", *_args(st))
 

@@ -65,7 +65,7 @@ CALLS = [
 
 def test_read_matches_pi16(tmp_path: Path) -> None:
     _files(tmp_path)
-    pi = run_oracle("read16.mjs", str(tmp_path), CALLS, pi16=True)
+    pi = run_oracle("agent_tools.mjs", "@earendil-works", str(tmp_path), [["read", a] for a in CALLS], pi16=True)
     for args, want in zip(CALLS, pi, strict=True):
         got, is_error = run_local("read", args, str(tmp_path))
         assert is_error == want["isError"], args

@@ -7,27 +7,22 @@ import asyncio
 import json
 import os
 import resource
-import shutil
 import signal
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SAMPLES, sample_store
 from lsp_client import server
 from pygls.exceptions import JsonRpcException
 
 from pi_server.store.index import SessionIndex
 
-SAMPLES = Path(__file__).resolve().parent.parent / "pi_server" / "samples"
-
 
 @pytest.fixture
 def store(tmp_path: Path) -> dict[str, Any]:
-    root = tmp_path / "sessions"
-    shutil.copytree(SAMPLES, root)
-    big = max(root.rglob("*.jsonl"), key=lambda p: p.stat().st_size)
-    return {"root": str(root), "state": str(tmp_path / "state"), "big": str(big)}
+    return sample_store(tmp_path)
 
 
 def _args(store: dict[str, Any], *extra: str) -> list[str]:

@@ -1,10 +1,12 @@
-// Run pi's own read and ls tools: argv[2] is the cwd, argv[3] a JSON list of [name, args]; prints results.
-import { createToolDefinition } from "../../node_modules/@mariozechner/pi-coding-agent/dist/core/tools/index.js";
+// Run pi's own tools: argv[2] is the pi package ("@earendil-works" for 1.6.0, "@mariozechner"
+// for 0.73.1), argv[3] the cwd, argv[4] a JSON list of [name, args]; prints each result.
+const [scope, cwd, callsJson] = process.argv.slice(2);
+const { createToolDefinition } = await import(
+  `../../node_modules/${scope}/pi-coding-agent/dist/core/tools/index.js`
+);
 
-const cwd = process.argv[2];
-const calls = JSON.parse(process.argv[3]);
 const out = [];
-for (const [name, args] of calls) {
+for (const [name, args] of JSON.parse(callsJson)) {
   const tool = createToolDefinition(name, cwd);
   try {
     const r = await tool.execute("t", args, undefined, undefined, undefined);
