@@ -92,7 +92,13 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
   const reloadSessionsSoon = debounce(() => void sidebar.reloadSessions().catch(showError), 150);
   subs.push(
     rpc.onNotification("pi/sessionUpdated", (p: SessionUpdated) => {
-      if (p.session === tree.session) reloadTreeSoon();
+      if (p.live !== undefined) markLive(p);
+      if (p.session === tree.session) {
+        // a leaf move (pi's /tree, a switch pi carried out) is no burst of appends: the sidebar follows at once
+        const leaf = p.live ? p.live.leafId : p.leafId;
+        if (leaf !== tree.leafId && !p.appended.length) void followLeaf();
+        else reloadTreeSoon();
+      }
       reloadSessionsSoon();
     }),
     rpc.onNotification("pi/sessionsChanged", (p: SessionsChanged) => {
@@ -107,6 +113,19 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
       if (p.session === tree.session) reloadTreeSoon();
     }),
   );
+  const followLeaf = async (): Promise<void> => {
+    try {
+      await tree.reload();
+      await sidebar.revealLeaf();
+    } catch (err) {
+      showError(err);
+    }
+  };
+  /** pi took, changed or let go of a session: its mark changes now, ahead of the reloads. */
+  const markLive = (p: SessionUpdated): void => {
+    if (sessions.setLive(p.session, p.live ?? null)) sidebar.sessionsView.refresh();
+    if (p.session === tree.session) tree.setLive(p.live ?? null);
+  };
   rpc.onReady(() => {
     reloadSessionsSoon();
     if (tree.session) reloadTreeSoon();

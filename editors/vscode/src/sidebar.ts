@@ -2,7 +2,7 @@
 // command acts on.
 import * as path from "node:path";
 import type * as vscode from "vscode";
-import { oneLine, sessionTitle } from "./format";
+import { liveDetails, liveLine, oneLine, sessionTitle } from "./format";
 import type { TreeRow } from "./protocol";
 import type { SessionsModel } from "./sessionsModel";
 import { statsLine, statsMessage } from "./stats";
@@ -44,6 +44,7 @@ export class Sidebar {
     const { tree, sessions, treeTv } = this;
     const info = tree.session ? sessions.find(tree.session) : undefined;
     const parts = [info ? oneLine(sessionTitle(info), 40) : tree.session ? path.basename(tree.session) : ""];
+    if (tree.live) parts.push(liveLine(tree.live));
     if (tree.filter !== "default") parts.push(tree.filter);
     if (tree.search) parts.push(`“${tree.search}”`);
     treeTv.description = parts.filter(Boolean).join(" · ");
@@ -53,7 +54,9 @@ export class Sidebar {
         ? tree.search
           ? `No entries match “${tree.search}”.`
           : "No entries under this filter."
-        : undefined;
+        : tree.live
+          ? `● ${liveDetails(tree.live)}: branch switches, labels and compaction are done by that pi.`
+          : undefined;
     this.describeStats();
     api.setContext("piSessions.treeSearch", !!tree.search);
     api.setContext("piSessions.hasTree", !!tree.session);
