@@ -47,7 +47,7 @@ export class SessionsProvider implements vscode.TreeDataProvider<SessionsElement
       info.session === this.selected ? new api.ThemeColor("charts.green") : undefined,
     );
     const tip = new api.MarkdownString();
-    if (info.live) tip.appendMarkdown(`**● live**: ${escapeMd(liveDetails(info.live))}\n\n`);
+    if (info.live) tip.appendMarkdown("**● live**: ").appendText(`${liveDetails(info.live)}\n\n`);
     if (info.name) tip.appendMarkdown(`**${escapeMd(info.name)}**\n\n`);
     tip.appendText(info.firstMessage ? `${info.firstMessage.slice(0, 400)}\n\n` : "");
     tip.appendMarkdown(`${info.messageCount} messages · ${info.entryCount} entries · modified ${new Date(info.modified).toLocaleString()}\n\n`);
