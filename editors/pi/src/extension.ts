@@ -50,6 +50,7 @@ export default function piServerLive(pi: ExtensionAPI) {
 	let chain: Promise<unknown> = Promise.resolve();
 	const actions = new Map<string, { run: Action; done: (v: Params) => void; fail: (e: unknown) => void }>();
 	let nextAction = 1;
+	let waiting = 0; // actions asked for and not yet done
 
 	const session = (): string | undefined => ctx?.sessionManager.getSessionFile();
 
@@ -110,15 +111,18 @@ export default function piServerLive(pi: ExtensionAPI) {
 	/** Runs an action inside pi's own command handler (navigateTree needs a command context),
 	 *  after pi's turn, if one runs, has ended. */
 	function enqueue(timeout: number, run: (ctx: ExtensionCommandContext, queued: boolean) => Promise<Params>): Promise<Params> {
+		// queued: asked while pi ran a turn, or behind other actions still waiting for one
+		const behind = waiting > 0 || streaming || !(ctx?.isIdle() ?? true);
+		waiting++;
 		const result = chain.then(async () => {
-			const queued = await idle(timeout);
+			const queued = (await idle(timeout)) || behind;
 			const id = String(nextAction++);
 			return new Promise<Params>((done, fail) => {
 				actions.set(id, { run: (c) => run(c, queued), done, fail });
 				pi.sendUserMessage(`/${COMMAND} ${id}`, { expandPromptTemplates: true });
 			});
 		});
-		chain = result.catch(() => undefined);
+		chain = result.catch(() => undefined).finally(() => waiting--);
 		return result;
 	}
 
