@@ -57,6 +57,8 @@ class TmuxPi:
             "PI_SKIP_VERSION_CHECK": "1",
             "TERM": "xterm-256color",
             "PATH": os.environ.get("PATH", ""),
+            # the tests' own daemons (tests/conftest.py): a connector pi starts finds the editor's daemon
+            **{k: os.environ[k] for k in ("XDG_RUNTIME_DIR", "PI_SERVER_IDLE_EXIT") if k in os.environ},
             **(env or {}),
         }
         assignments = [f"{k}={v}" for k, v in full_env.items()]
@@ -108,8 +110,7 @@ class TmuxPi:
 
     def alive(self) -> bool:
         return (
-            subprocess.run(["tmux", "-L", self.socket, "has-session"], capture_output=True, timeout=30).returncode
-            == 0
+            subprocess.run(["tmux", "-L", self.socket, "has-session"], capture_output=True, timeout=30).returncode == 0
         )
 
     def close(self) -> None:

@@ -3,7 +3,9 @@ through a real connector (tests/pi_tui.py drives the pane)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from typing import Any
 import pytest
 from conftest import node22
 from fake_anthropic import FakeAnthropic
+from live_pi import EXTENSION, live_env
 from lsp_client import server
 from pi_tui import TmuxPi, agent_dir
 
@@ -101,3 +104,74 @@ def _state(pid: int) -> bytes:
         return Path(f"/proc/{pid}/status").read_bytes().lower()
     except OSError:
         return b"zombie"
+
+
+async def test_a_branch_switch_from_an_editor_shows_in_pi_tui_and_pis_next_turn_continues_there(tmp_path: Path) -> None:
+    replies = [
+        ("text", "First answer, on the first branch."),
+        ("text", "Second answer, the branch we leave."),
+        ("text", "## Goal\nSummary of the branch left behind."),
+        ("text", "Third answer, after the switch."),
+    ]
+    with FakeAnthropic(replies) as fake:
+        env = live_env(tmp_path, fake.url)
+        home = Path(env["HOME"])
+        pi = TmuxPi(node22(), home, tmp_path / "project", args=["-e", str(EXTENSION)], env=env)
+        try:
+            pi.wait_text("claude-sonnet-4-5")
+            pi.submit("First.")
+            pi.wait_text("First answer, on the first branch.")
+            pi.submit("Second.")
+            pi.wait_text("Second answer, the branch we leave.")
+            async with server(env=env) as c:
+                info = await _live(c, pi.pid)
+                session = info["session"]
+                first_answer = next(
+                    e["id"] for e in _entries(Path(session)) if e.get("message", {}).get("role") == "assistant"
+                )
+                res = await c.call("pi/switchBranch", {"session": session, "targetId": first_answer, "summarize": True})
+                assert res["queued"] is False and res["summaryEntryId"]
+                # pi's screen: the branch left is gone, pi's summary of it is there
+                screen = pi.wait_screen(
+                    lambda s: "Second answer" not in s and "Branch summary" in s, what="pi's screen on the new branch"
+                )
+                assert screen.index("First answer, on the first branch.") < screen.index("Branch summary")
+                pi.submit("Third.")
+                pi.wait_text("Third answer, after the switch.")
+                updated = await _live(c, pi.pid, lambda live: live["leafId"] != res["summaryEntryId"])
+            # pi's next turn sent the new branch's context: the first exchange, the summary, the new prompt
+            texts = [_text(m) for m in fake.requests[-1]["body"]["messages"]]
+            assert "Second." not in texts and texts[0] == "First." and texts[-1] == "Third.", texts
+            entries = {e["id"]: e for e in _entries(Path(session))}
+            third = entries[updated["live"]["leafId"]]
+            question = entries[third["parentId"]]
+            assert question["message"]["content"][0]["text"] == "Third."
+            assert question["parentId"] == res["summaryEntryId"]
+            assert entries[res["summaryEntryId"]]["parentId"] == first_answer
+        finally:
+            pi.close()
+            subprocess.run(
+                [sys.executable, "-m", "pi_server", "daemon", "stop"],
+                env={**os.environ, **env},
+                capture_output=True,
+                timeout=60,
+            )
+
+
+async def _live(c: Any, pid: int, pred: Any = lambda live: True, timeout: float = 20.0) -> dict[str, Any]:
+    """pi's session as pi-server lists it, once it is live with `pid` and `pred` holds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for info in (await c.call("pi/listSessions", {}))["sessions"]:
+            live = info.get("live")
+            if live and live["pid"] == pid and pred(live):
+                return info
+        assert time.monotonic() < deadline, "pi's session never listed live"
+        await asyncio.sleep(0.05)
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content if b.get("type") == "text")
