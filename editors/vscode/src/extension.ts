@@ -87,18 +87,12 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
   });
   subs.push(registerEntryDocuments(rpc), registerSystemDocuments(rpc));
 
-  // live updates; bursts of appends coalesce into one reload per view
-  const reloadTreeSoon = debounce(() => void tree.reload().catch(showError), 50);
+  const reloadTreeSoon = debounce(() => void tree.reload().catch(showError), 50); // live updates: a burst, one reload
   const reloadSessionsSoon = debounce(() => void sidebar.reloadSessions().catch(showError), 150);
   subs.push(
     rpc.onNotification("pi/sessionUpdated", (p: SessionUpdated) => {
-      if (p.live !== undefined) markLive(p);
-      if (p.session === tree.session) {
-        // a leaf move (pi's /tree, a switch pi carried out) is no burst of appends: the sidebar follows at once
-        const leaf = p.live ? p.live.leafId : p.leafId;
-        if (leaf !== tree.leafId && !p.appended.length) void followLeaf();
-        else reloadTreeSoon();
-      }
+      if (sidebar.markLive(p)) void sidebar.followLeaf(); // pi moved its leaf: no appends to wait for
+      else if (p.session === tree.session) reloadTreeSoon();
       reloadSessionsSoon();
     }),
     rpc.onNotification("pi/sessionsChanged", (p: SessionsChanged) => {
@@ -113,19 +107,6 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
       if (p.session === tree.session) reloadTreeSoon();
     }),
   );
-  const followLeaf = async (): Promise<void> => {
-    try {
-      await tree.reload();
-      await sidebar.revealLeaf();
-    } catch (err) {
-      showError(err);
-    }
-  };
-  /** pi took, changed or let go of a session: its mark changes now, ahead of the reloads. */
-  const markLive = (p: SessionUpdated): void => {
-    if (sessions.setLive(p.session, p.live ?? null)) sidebar.sessionsView.refresh();
-    if (p.session === tree.session) tree.setLive(p.live ?? null);
-  };
   rpc.onReady(() => {
     reloadSessionsSoon();
     if (tree.session) reloadTreeSoon();
