@@ -135,7 +135,10 @@ def test_a_session_pi_holds_is_marked_live_and_continue_here_moves_pis_leaf(
 ) -> None:
     pi.prompt("First.")
     pi.prompt("Second.")
+    # after the other tests the side bar may be hidden behind an editor or the panel: the view is brought forward
+    wb.command("View: Close Panel", optional=True)
     wb.open_pi()
+    wb.command("Pi Sessions: Focus on Sessions View", optional=True)
     pid = pi.proc.pid
     wait_for(
         lambda: any(d.startswith("● live in pi · idle") for d in descriptions(wb, "Sessions")), "the live mark", wb
@@ -144,7 +147,7 @@ def test_a_session_pi_holds_is_marked_live_and_continue_here_moves_pis_leaf(
     assert (live_row.get_attribute("aria-label") or "").startswith("First."), live_row.get_attribute("aria-label")
     live_row.click()
     wait_for(lambda: "● live in pi · idle" in header_description(wb, "Tree"), "the live mark on the Tree", wb)
-    assert f"open in pi (pid {pid})" in wb.view_message("Tree")
+    wait_for(lambda: f"open in pi (pid {pid})" in wb.view_message("Tree"), "the line naming pi above the rows", wb)
     wb.shot("live-session")
 
     # Continue Here on the first answer: pi carries it out, its own leaf moves
