@@ -27,7 +27,9 @@ MAX_LINE = 4096  # a greeting or a status line
 # environment read by the server: a daemon serves the environment of the connector that started it
 _ENV_PREFIXES = ("PI_", "ANTHROPIC_", "OPENAI_")
 _ENV_NAMES = ("HOME", "USERPROFILE", "XDG_STATE_HOME")
-_ENV_IGNORED = ("PI_SERVER_NO_DAEMON", "PI_SERVER_IDLE_EXIT")
+# not the configuration: how to start pi-server, and what pi sets in its own environment (a pi
+# with pi-server's extension must find the daemon its user's editors use)
+_ENV_IGNORED = ("PI_SERVER_NO_DAEMON", "PI_SERVER_IDLE_EXIT", "PI_SERVER_COMMAND", "PI_CODING_AGENT")
 
 
 try:  # CPython's own SHA-256: hashlib's would load OpenSSL, ~4 MB of every connector's memory

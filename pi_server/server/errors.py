@@ -65,6 +65,13 @@ class NothingToCompact(PiError):
     KIND = "NothingToCompact"
 
 
+class LiveInPi(PiError):
+    """A write pi's extension API cannot make, on a session a live pi holds."""
+
+    CODE = -32008
+    KIND = "LiveInPi"
+
+
 class Internal(PiError):
     CODE = -32603
     KIND = "InternalError"
@@ -73,3 +80,12 @@ class Internal(PiError):
 def invalid_params(err: ValidationError, model: type | None = None) -> InvalidParams:
     where, reason = field_error(err, model)
     return InvalidParams(f"invalid params: {where or 'params'}: {reason}")
+
+
+def from_code(code: object, message: str) -> PiError:
+    """The contract's error for a code another process answered with (a live pi); an unknown
+    code is a failed write."""
+    for cls in (InvalidParams, SessionNotFound, EntryNotFound, OutsideRoots, SummaryFailed, Busy, NothingToCompact):
+        if cls.CODE == code:
+            return cls(message)
+    return WriteFailed(message)

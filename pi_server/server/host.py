@@ -23,6 +23,7 @@ from typing import Any
 from pi_server.live import errors as live_errors
 from pi_server.live.registry import Registry
 from pi_server.server import errors
+from pi_server.server.livepi import LivePis
 from pi_server.server.options import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_LIVE_ENTRIES, Options, resolve
 from pi_server.server.worker import BACKGROUND, REQUEST, CoreWorker
 from pi_server.store.discovery import resolve_roots
@@ -57,6 +58,8 @@ class Host:
         self.stop = asyncio.Event()
         self.authorized = options.token is None
         self.client_tools: list[str] = []  # from the client's experimental.piTools
+        # the pis holding sessions (shared by every connection of a daemon or TCP server)
+        self.live_pis = LivePis()
 
     # ------------------------------------------------------------------ the connection
 

@@ -8,11 +8,21 @@ from pi_server.store.names import to_wire
 
 
 def session_updated(ls: Any, session: str, appended: list[str], leaf_id: str | None, reset: bool = False) -> None:
-    """`pi/sessionUpdated`: entries the file gained (ours reach other clients as the watcher's would)."""
+    """`pi/sessionUpdated`: entries the file gained (ours reach other clients as the watcher's would);
+    on a session a live pi holds, with its `live`."""
     if appended or reset:
-        ls.notify(
-            "pi/sessionUpdated", {"session": to_wire(session), "appended": appended, "leafId": leaf_id, "reset": reset}
-        )
+        msg = {"session": to_wire(session), "appended": appended, "leafId": leaf_id, "reset": reset}
+        pis = getattr(ls, "live_pis", None)
+        live = pis.live(session) if pis is not None and pis.sessions else None
+        if live is not None:
+            msg["live"] = live
+        ls.notify("pi/sessionUpdated", msg)
+
+
+def live_changed(ls: Any, session: str, leaf_id: str | None, live: dict[str, Any] | None) -> None:
+    """`pi/sessionUpdated` for a change of a live pi's state (None: pi let go of the session)."""
+    msg = {"session": to_wire(session), "appended": [], "leafId": leaf_id, "reset": False, "live": live}
+    ls.notify("pi/sessionUpdated", msg)
 
 
 def sessions_changed(ls: Any, added: list[str], removed: list[str], changed: list[str]) -> None:

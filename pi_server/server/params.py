@@ -193,3 +193,18 @@ def _choices(model: type, name: str) -> str:
             good = [a for a in args if isinstance(a, str)]
             return f" (one of {', '.join(good)})" if good else ""
     return ""
+
+
+class LiveState(Params):
+    """What a pi holding a session says of itself (pi/live/register, pi/live/update)."""
+
+    session: str
+    pid: int
+    leafId: str | None = None
+    streaming: bool = False
+    model: str | None = None
+    thinkingLevel: str | None = None
+
+
+class LiveWithdraw(Params):
+    session: str

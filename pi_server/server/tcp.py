@@ -23,7 +23,9 @@ from lsprotocol import types as lsp
 from pi_server.live.registry import Registry
 from pi_server.server.app import PiServer, ServerOptions, create_server
 from pi_server.server.base import build_registry
+from pi_server.server.livepi import LivePis
 from pi_server.server.logonce import Repeated, quiet_loop_errors
+from pi_server.server.methods import live
 from pi_server.server.options import Options, resolve
 from pi_server.server.outbound import Outbound
 
@@ -54,6 +56,7 @@ class Hub:
     def __init__(self, options: ServerOptions) -> None:
         self.options = options
         self.connections: set[Connection] = set()
+        self.live = LivePis()  # before the root: every connection shares it
         # runs the background work; never connected, its notifications go to everyone
         self.root = Connection(options, self)
         self.root.protocol.client_capabilities = lsp.ClientCapabilities()
@@ -74,6 +77,7 @@ class Hub:
 
     def disconnect(self, conn: Connection) -> None:
         self.connections.discard(conn)
+        live.let_go(conn)  # the session its pi held (if any) is a file again
         for t in conn.tasks:  # its turns: nobody is left to answer their tool requests
             t.cancel()
 
@@ -95,6 +99,7 @@ class Connection(PiServer):
         super().__init__(options)
         self.hub = hub
         self.fanout: dict[str, list[tuple[Connection, str]]] = {}  # the root's progress tokens
+        self.live_pis = hub.live
         if hasattr(hub, "worker"):  # the root made the worker every other connection shares
             self.worker.shutdown(wait=False)
             self.worker = hub.worker

@@ -27,6 +27,19 @@ return {
     H.truthy(not render.is_tool({ type = "message", role = "user", title = "[read: x]" }))
     H.truthy(not render.is_tool({ type = "compaction", title = "[compaction: 18k tokens]" }))
   end },
+  { "a live session's mark: in the header after the name, in the picker after the title", function()
+    local live = { pid = 4242, leafId = "a1", streaming = false, model = "anthropic/claude-sonnet-4-5", thinkingLevel = "off" }
+    H.eq("● live in pi · pid 4242 · idle", render.live(live))
+    H.eq("● live in pi · pid 4242 · streaming", render.live(vim.tbl_extend("force", live, { streaming = true })))
+    H.eq(nil, render.live(vim.NIL))
+    H.eq("s │ ● live in pi · pid 4242 · idle │ filter: all │ 2 rows", render.header("s", "all", "", 2, nil, live))
+    H.eq("s │ filter: all │ 2 rows", render.header("s", "all", "", 2, nil, nil))
+    local info = { session = "/s/a.jsonl", cwd = "/p", modified = "2026-11-30T09:00:00.000Z", firstMessage = "hi", live = live }
+    local item = sessions.items({ info })[1]
+    H.truthy(item.text:find("^hi  ·  ● live in pi · pid 4242 · idle  ·  /p  ·  "), item.text)
+    info.live = nil
+    H.truthy(not sessions.items({ info })[1].text:find("live"), "no mark without pi")
+  end },
   { "the header counts rows: 0 rows, 1 row, 2 rows", function()
     H.eq("s │ filter: all │ 0 rows", render.header("s", "all", "", 0))
     H.eq("s │ filter: default │ search: orm │ 1 row", render.header("s", "default", "orm", 1))

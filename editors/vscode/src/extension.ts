@@ -87,12 +87,12 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
   });
   subs.push(registerEntryDocuments(rpc), registerSystemDocuments(rpc));
 
-  // live updates; bursts of appends coalesce into one reload per view
-  const reloadTreeSoon = debounce(() => void tree.reload().catch(showError), 50);
+  const reloadTreeSoon = debounce(() => void tree.reload().catch(showError), 50); // live updates: a burst, one reload
   const reloadSessionsSoon = debounce(() => void sidebar.reloadSessions().catch(showError), 150);
   subs.push(
     rpc.onNotification("pi/sessionUpdated", (p: SessionUpdated) => {
-      if (p.session === tree.session) reloadTreeSoon();
+      if (sidebar.markLive(p)) void sidebar.followLeaf(); // pi moved its leaf: no appends to wait for
+      else if (p.session === tree.session) reloadTreeSoon();
       reloadSessionsSoon();
     }),
     rpc.onNotification("pi/sessionsChanged", (p: SessionsChanged) => {

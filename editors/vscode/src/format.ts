@@ -1,5 +1,5 @@
 // Pure text helpers: how sessions and rows read in the views.
-import type { Gutter, SessionInfo, TreeResult, TreeRow } from "./protocol";
+import type { Gutter, LiveInfo, SessionInfo, TreeResult, TreeRow } from "./protocol";
 
 const UNITS: [number, string][] = [
   [60, "s"],
@@ -40,6 +40,20 @@ export function sessionTitle(s: SessionInfo): string {
 export function sessionDescription(s: SessionInfo, now: number = Date.now()): string {
   const msgs = `${s.messageCount} message${s.messageCount === 1 ? "" : "s"}`;
   return `${relativeTime(s.modified, now)} · ${msgs}`;
+}
+
+export const LIVE_MARK = "● live in pi";
+
+/** `● live in pi · streaming`: how a session that a running pi holds is marked. */
+export function liveLine(live: LiveInfo): string {
+  return `${LIVE_MARK} · ${live.streaming ? "streaming" : "idle"}`;
+}
+
+/** pi's pid, whether it streams, its model and thinking level: the mark's tooltip. */
+export function liveDetails(live: LiveInfo): string {
+  const parts = [`open in pi (pid ${live.pid})`, live.streaming ? "streaming a turn" : "idle"];
+  if (live.model) parts.push(live.thinkingLevel ? `${live.model} · thinking ${live.thinkingLevel}` : live.model);
+  return parts.join(" · ");
 }
 
 /** `~/src/app` for a cwd under the home folder. */

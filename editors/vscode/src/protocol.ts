@@ -4,6 +4,15 @@ export type Filter = "default" | "no-tools" | "user-only" | "labeled-only" | "al
 export const FILTERS: readonly Filter[] = ["default", "no-tools", "user-only", "labeled-only", "all"];
 export type ContextFormat = "agent" | "llm" | "anthropic" | "openai";
 
+/** A pi that has the session open and runs pi-server's pi extension (docs/protocol.md, live sessions). */
+export interface LiveInfo {
+  pid: number;
+  leafId: string | null;
+  streaming: boolean;
+  model: string | null;
+  thinkingLevel: string | null;
+}
+
 export interface SessionInfo {
   session: string;
   id: string;
@@ -16,6 +25,8 @@ export interface SessionInfo {
   entryCount: number;
   firstMessage: string;
   leafId: string | null;
+  /** Absent when no pi with the extension holds the session. */
+  live?: LiveInfo;
 }
 
 export interface TreeRow {
@@ -51,6 +62,7 @@ export interface TreeResult {
   rows: TreeRow[];
   /** With `sharedGutters`: `[position, show, up]`, each node's `up` before it (-1: outermost). */
   gutterNodes?: [number, boolean, number][];
+  live?: LiveInfo;
 }
 
 export interface SwitchResult {
@@ -105,6 +117,8 @@ export interface SessionUpdated {
   appended: string[];
   leafId: string | null;
   reset: boolean;
+  /** The live pi now, or null when pi let go; absent from a server without live sessions. */
+  live?: LiveInfo | null;
 }
 
 export interface SessionsChanged {

@@ -1,5 +1,5 @@
 // The Sessions view's model: sessions grouped by project folder, forks nested under the session they came from.
-import type { Rpc, SessionInfo } from "./protocol";
+import type { LiveInfo, Rpc, SessionInfo } from "./protocol";
 
 export interface SessionNode {
   info: SessionInfo;
@@ -89,5 +89,16 @@ export class SessionsModel {
 
   find(session: string): SessionInfo | undefined {
     return this.sessions.find((s) => s.session === session);
+  }
+
+  /** Marks a listed session live (or a plain file again, for null) from pi/sessionUpdated, ahead of the next list; true when it changed. */
+  setLive(session: string, live: LiveInfo | null): boolean {
+    const info = this.find(session);
+    if (!info || JSON.stringify(info.live ?? null) === JSON.stringify(live)) return false;
+    if (live) {
+      info.live = live;
+      info.leafId = live.leafId;
+    } else delete info.live;
+    return true;
   }
 }

@@ -2,8 +2,8 @@
 // command acts on.
 import * as path from "node:path";
 import type * as vscode from "vscode";
-import { oneLine, sessionTitle } from "./format";
-import type { TreeRow } from "./protocol";
+import { liveDetails, liveLine, oneLine, sessionTitle } from "./format";
+import type { SessionUpdated, TreeRow } from "./protocol";
 import type { SessionsModel } from "./sessionsModel";
 import { statsLine, statsMessage } from "./stats";
 import type { TreeModel } from "./treeModel";
@@ -44,6 +44,7 @@ export class Sidebar {
     const { tree, sessions, treeTv } = this;
     const info = tree.session ? sessions.find(tree.session) : undefined;
     const parts = [info ? oneLine(sessionTitle(info), 40) : tree.session ? path.basename(tree.session) : ""];
+    if (tree.live) parts.push(liveLine(tree.live));
     if (tree.filter !== "default") parts.push(tree.filter);
     if (tree.search) parts.push(`“${tree.search}”`);
     treeTv.description = parts.filter(Boolean).join(" · ");
@@ -53,7 +54,9 @@ export class Sidebar {
         ? tree.search
           ? `No entries match “${tree.search}”.`
           : "No entries under this filter."
-        : undefined;
+        : tree.live
+          ? `● ${liveDetails(tree.live)}: branch switches, labels and compaction are done by that pi.`
+          : undefined;
     this.describeStats();
     api.setContext("piSessions.treeSearch", !!tree.search);
     api.setContext("piSessions.hasTree", !!tree.session);
@@ -89,6 +92,30 @@ export class Sidebar {
     this.sessionsView.refresh();
     await this.tree.open(session);
     await this.revealLeaf();
+  }
+
+  /**
+   * pi took, changed or let go of a session (pi/sessionUpdated's `live`): its marks change now, ahead of the
+   * reloads. True when pi moved the shown tree's leaf: no burst of appends to wait for, so the tree follows at once.
+   */
+  markLive(p: SessionUpdated): boolean {
+    const { sessions, tree } = this;
+    if (p.live !== undefined) {
+      if (sessions.setLive(p.session, p.live)) this.sessionsView.refresh();
+      if (p.session === tree.session) tree.setLive(p.live);
+    }
+    const leaf = p.live ? p.live.leafId : p.leafId;
+    return p.session === tree.session && leaf !== tree.leafId && !p.appended.length;
+  }
+
+  /** Shows the tree at pi's new leaf, the selection on it. */
+  async followLeaf(): Promise<void> {
+    try {
+      await this.tree.reload();
+      await this.revealLeaf();
+    } catch (err) {
+      showError(err);
+    }
   }
 
   /** Selects the leaf, or where pi's /tree puts the cursor when a filter hides it: its nearest shown ancestor. */

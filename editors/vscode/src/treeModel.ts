@@ -1,7 +1,7 @@
 // The Tree view's model: pi's /tree rows for one session, loaded by window, nested for a tree widget.
 import { type EditState, editStates } from "./contextEdits";
 import { expandGutters } from "./format";
-import type { Filter, Rpc, TreeResult, TreeRow } from "./protocol";
+import type { Filter, LiveInfo, Rpc, TreeResult, TreeRow } from "./protocol";
 import { fetchStats, type SessionStats } from "./stats";
 
 export const PAGE = 500;
@@ -14,6 +14,8 @@ export class TreeModel {
   rows: TreeRow[] = [];
   total = 0;
   leafId: string | null = null;
+  /** The pi that holds the session, as the last answer or pi/sessionUpdated told (undefined: none). */
+  live: LiveInfo | undefined;
   /** Context edits in force on the path to the leaf, by target entry. */
   edits = new Map<string, EditState>();
   /** Tokens and cost of the file and of the branch to the leaf (undefined: a server without pi/getSessionStats). */
@@ -60,6 +62,13 @@ export class TreeModel {
     if (folded) this.folded.add(id);
     else this.folded.delete(id);
     await this.reload();
+  }
+
+  /** pi took or let go of the session, or its state changed: shown at once; a leaf move comes with the reload that follows. */
+  setLive(live: LiveInfo | null): void {
+    if (JSON.stringify(this.live ?? null) === JSON.stringify(live)) return;
+    this.live = live ?? undefined;
+    for (const l of this.listeners) l();
   }
 
   /** Fetches the next window of rows. */
@@ -131,6 +140,7 @@ export class TreeModel {
     this.rows = rows;
     this.total = res.total;
     this.leafId = res.leafId;
+    this.live = res.live;
     this.byId = new Map(rows.map((r) => [r.id, r]));
     this.kids = new Map();
     this.nest = new Map();

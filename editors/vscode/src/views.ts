@@ -2,7 +2,7 @@
 import * as os from "node:os";
 import type * as vscode from "vscode";
 import { type EditState, editable } from "./contextEdits";
-import { isToolRow, oneLine, rowLine, rowText, sessionDescription, sessionTitle, shortPath } from "./format";
+import { isToolRow, liveDetails, liveLine, oneLine, rowLine, rowText, sessionDescription, sessionTitle, shortPath } from "./format";
 import type { TreeRow } from "./protocol";
 import type { ProjectGroup, SessionNode, SessionsModel } from "./sessionsModel";
 import { canFold, type TreeModel } from "./treeModel";
@@ -40,12 +40,14 @@ export class SessionsProvider implements vscode.TreeDataProvider<SessionsElement
     const state = el.node.forks.length ? api.TreeItemCollapsibleState.Expanded : api.TreeItemCollapsibleState.None;
     const item = new api.TreeItem(sessionTitle(info), state);
     item.id = `session:${info.session}`;
-    item.description = sessionDescription(info);
+    // a session a running pi holds reads as such first: its actions go through that pi
+    item.description = info.live ? `${liveLine(info.live)} · ${sessionDescription(info)}` : sessionDescription(info);
     item.iconPath = new api.ThemeIcon(
-      info.parentSession ? "repo-forked" : "comment-discussion",
+      info.live ? "broadcast" : info.parentSession ? "repo-forked" : "comment-discussion",
       info.session === this.selected ? new api.ThemeColor("charts.green") : undefined,
     );
     const tip = new api.MarkdownString();
+    if (info.live) tip.appendMarkdown("**● live**: ").appendText(`${liveDetails(info.live)}\n\n`);
     if (info.name) tip.appendMarkdown(`**${escapeMd(info.name)}**\n\n`);
     tip.appendText(info.firstMessage ? `${info.firstMessage.slice(0, 400)}\n\n` : "");
     tip.appendMarkdown(`${info.messageCount} messages · ${info.entryCount} entries · modified ${new Date(info.modified).toLocaleString()}\n\n`);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { oneLine, relativeTime, rowLine, sessionTitle, shortPath } from "../src/format";
+import { liveDetails, liveLine, oneLine, relativeTime, rowLine, sessionTitle, shortPath } from "../src/format";
 import { FILTERS, type TreeResult } from "../src/protocol";
 import { cli, file, type Sandbox, sandbox } from "./server";
 
@@ -48,4 +48,12 @@ test("session titles: the name, else the first message on one line", () => {
   assert.equal(shortPath("/home/u/src", "/home/u"), "~/src");
   assert.equal(shortPath("/home/user2", "/home/u"), "/home/user2");
   assert.ok(file(box, "01a22bae").endsWith(".jsonl"));
+});
+
+test("a live session's mark and its details", () => {
+  const live = { pid: 4242, leafId: "a1", streaming: false, model: "anthropic/claude-sonnet-4-5", thinkingLevel: "high" };
+  assert.equal(liveLine(live), "● live in pi · idle");
+  assert.equal(liveLine({ ...live, streaming: true }), "● live in pi · streaming");
+  assert.equal(liveDetails(live), "open in pi (pid 4242) · idle · anthropic/claude-sonnet-4-5 · thinking high");
+  assert.equal(liveDetails({ ...live, streaming: true, model: null, thinkingLevel: null }), "open in pi (pid 4242) · streaming a turn");
 });

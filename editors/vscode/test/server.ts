@@ -61,6 +61,7 @@ export interface Server extends Connection {
   notes: { method: string; params: any }[];
   serverRequests: { method: string; params: any }[];
   waitFor(method: string, pred?: (p: any) => boolean, timeoutMs?: number): Promise<any>;
+  notify(method: string, params: object): Promise<void>;
   cancelSource(): CancellationTokenSource;
 }
 
@@ -140,6 +141,7 @@ export async function startServer(
         await new Promise((r) => setTimeout(r, 10));
       }
     },
+    notify: (method, params) => conn.sendNotification(method, params),
     cancelSource: () => new CancellationTokenSource(),
     async stop() {
       try {

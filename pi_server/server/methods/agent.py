@@ -21,6 +21,7 @@ from pi_server.llm.formats import context_result
 from pi_server.llm.models import ANTHROPIC, anthropic_model, clamp_thinking_level
 from pi_server.server import background, errors, notify, params
 from pi_server.server.host import Host
+from pi_server.server.methods import live as livepi
 from pi_server.server.results import AbortResult, PromptResult, WriteResult
 from pi_server.server.rpc import pi_method
 from pi_server.store.names import to_wire
@@ -62,6 +63,8 @@ async def prompt(ls: Host, p: params.Prompt) -> PromptResult:
         raise errors.InvalidParams("invalid params: session: give a session or a cwd")
     if p.session is None and not (os.path.isabs(p.cwd or "") and os.path.isdir(p.cwd or "")):
         raise errors.InvalidParams("invalid params: cwd: not an existing absolute directory")
+    if p.session is not None:
+        livepi.refuse_live(ls, p.session, "a turn run beside pi would write behind it (prompt pi itself)")
     tools = [n for n in TOOL_ORDER if n in READ_ONLY or n in ls.client_tools]
     turn_id = str(uuid.uuid4())
     now = int(time.time() * 1000)
@@ -136,6 +139,7 @@ async def set_thinking(ls: Host, p: params.SetThinkingLevel) -> WriteResult:
 
 async def _setting(ls: Host, session: str, change: SettingChange) -> WriteResult:
     """During our turn: kept for its end. Otherwise: written now, as pi writes a model switch."""
+    livepi.refuse_live(ls, session, "a model or thinking level written beside pi would not be pi's (set it in pi)")
 
     def run() -> Any:
         live = ls.registry.get(session)

@@ -10,6 +10,7 @@ from pi_server.live.appends import checked_edit
 from pi_server.live.session import LiveSession
 from pi_server.server import params
 from pi_server.server.host import Host
+from pi_server.server.methods import live as livepi
 from pi_server.server.methods.writes import write_one
 from pi_server.server.results import WriteResult
 from pi_server.server.rpc import pi_method
@@ -19,6 +20,7 @@ from pi_server.server.rpc import pi_method
 async def edit_context(ls: Host, p: params.EditContext) -> WriteResult:
     """Append pi's context_edit: omit (`replacement: null`) or replace an entry's content in the
     contexts after it. The file stays append-only; above the edit the original shows again."""
+    livepi.refuse_live(ls, p.session, "pi's extension API cannot append a context edit outside a turn")
 
     def make(live: LiveSession) -> ops.Op:
         replacement = checked_edit(live, p.targetId, p.replacement)  # refused now, not at flush time

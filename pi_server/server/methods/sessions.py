@@ -6,7 +6,10 @@ from typing import Any
 
 from pi_server.server import bulk, errors, offcore, params
 from pi_server.server.host import Host
+from pi_server.server.methods import live as livepi
+from pi_server.server.params import UNSET
 from pi_server.server.rpc import pi_method
+from pi_server.store.names import from_wire
 
 # the tree and context modules are imported by the methods that use them: a listing needs neither
 
@@ -14,7 +17,15 @@ from pi_server.server.rpc import pi_method
 @pi_method("pi/listSessions", params.ListSessions)
 async def list_sessions(ls: Host, p: params.ListSessions) -> Any:
     """Every session under the roots, newest first (pi's SessionInfo, with the leaf the server keeps)."""
-    return {"sessions": await bulk.list_sessions(ls, p.cwd, p.query, p.limit)}
+    listed = await bulk.list_sessions(ls, p.cwd, p.query, p.limit)
+    held = ls.live_pis
+    if held.sessions:  # the sessions a live pi holds: marked, at pi's leaf
+        listed = [_with_live(info, held.live(from_wire(info["session"]))) for info in listed]
+    return {"sessions": listed}
+
+
+def _with_live(info: dict[str, Any], live: dict[str, Any] | None) -> dict[str, Any]:
+    return info if live is None else {**info, "leafId": live["leafId"], "live": live}
 
 
 @pi_method("pi/getTree", params.GetTree)
@@ -22,12 +33,19 @@ async def get_tree_rows(ls: Host, p: params.GetTree) -> Any:
     """pi's /tree rows for a filter and search, windowed by offset/limit."""
     from pi_server.tree.outline import get_tree
 
+    pi = livepi.holder(ls, p.session)
+    held = dict(pi.state) if pi is not None else None
+
     def run() -> Any:
         live = ls.registry.get(p.session)
-        leaf, _ = live.read_at(p.leafId)
+        asked = p.leafId
+        if held is not None and asked is UNSET and (held["leafId"] is None or held["leafId"] in live.index.by_id):
+            asked = held["leafId"]  # pi's leaf, before the watcher's catch-up moves ours there too
+        leaf, _ = live.read_at(asked)
         return get_tree(live.outline, leaf, p.filter, p.search or "", p.folded, p.offset, p.limit, p.sharedGutters)
 
-    return await ls.core(run)
+    got = await ls.core(run)
+    return got if held is None else {**got, "live": held}
 
 
 @pi_method("pi/getEntry", params.GetEntry)

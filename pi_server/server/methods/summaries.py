@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from pi_server import summaries
 from pi_server.context.settings import settings_at
 from pi_server.live import ops
@@ -12,6 +14,7 @@ from pi_server.live.errors import EntryNotFound
 from pi_server.llm.models import clamp_thinking_level
 from pi_server.server import errors, notify, offcore, params
 from pi_server.server.host import Host
+from pi_server.server.methods import live as livepi
 from pi_server.server.results import CompactResult
 from pi_server.server.rpc import pi_method
 from pi_server.store import entry_types as et
@@ -92,7 +95,12 @@ def _prepare_private(ls: Host, state_root: str, path: str, leaf: str) -> tuple[A
 
 @pi_method("pi/compact", params.Compact)
 async def compact(ls: Host, p: params.Compact) -> CompactResult:
-    """pi's compaction at the session's leaf; queued while a turn runs."""
+    """pi's compaction at the session's leaf; queued while a turn runs (made by pi on a live session)."""
+    pi = livepi.holder(ls, p.session)
+    if pi is not None:
+        return msgspec.convert(
+            await livepi.ask(ls, pi, "pi/live/compact", {"customInstructions": p.customInstructions}), CompactResult
+        )
 
     def prepare() -> Any:
         live = ls.registry.get(p.session)

@@ -105,9 +105,23 @@ function M.row(row)
   return line, hls
 end
 
+--- The mark of a session that a running pi holds (docs/protocol.md, live
+--- sessions): `● live in pi · pid 123 · streaming`; nil for none (nil or
+--- vim.NIL, as a notification's null decodes).
+function M.live(live)
+  if type(live) ~= "table" then
+    return nil
+  end
+  return ("● live in pi · pid %s · %s"):format(tostring(live.pid), live.streaming == true and "streaming" or "idle")
+end
+
 --- Header shown above the rows.
-function M.header(name, filter, search, total, stats)
-  local parts = { name or "session", "filter: " .. (filter or "default") }
+function M.header(name, filter, search, total, stats, live)
+  local parts = { name or "session" }
+  if M.live(live) then
+    parts[#parts + 1] = M.live(live)
+  end
+  parts[#parts + 1] = "filter: " .. (filter or "default")
   if search and search ~= "" then
     parts[#parts + 1] = "search: " .. search
   end

@@ -46,10 +46,12 @@ function M.items(sessions, now)
     end
     seen[key] = true
     local lead = string.rep("  ", depth) .. (depth > 0 and "↳ " or "")
+    local live = require("pi_sessions.render").live(s.live)
+    local where = ("%s  ·  %s"):format(short_path(s.cwd), util.relative_time(s.modified, now))
     table.insert(out, {
       info = s,
       depth = depth,
-      text = ("%s%s  ·  %s  ·  %s"):format(lead, title(s), short_path(s.cwd), util.relative_time(s.modified, now)),
+      text = ("%s%s  ·  %s%s"):format(lead, title(s), live and (live .. "  ·  ") or "", where),
     })
     for _, c in ipairs(children[key] or {}) do
       walk(c, depth + 1)

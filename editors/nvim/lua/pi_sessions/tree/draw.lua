@@ -15,7 +15,7 @@ end
 
 function M.header(sb)
   local stats = sb.stats and require("pi_sessions.stats").short(sb.stats.branch) or nil
-  local line = render.header(sb.name, sb.filter, sb.search, sb.total, stats)
+  local line = render.header(sb.name, sb.filter, sb.search, sb.total, stats, sb.live)
   set_lines(sb, 0, HEADER, { line })
   vim.api.nvim_buf_clear_namespace(sb.buf, M.ns, 0, HEADER)
   vim.api.nvim_buf_set_extmark(sb.buf, M.ns, 0, 0, { end_row = 0, end_col = #line, hl_group = "PiTreeHeader" })

@@ -20,10 +20,20 @@ local function schedule_refresh(sb)
   end, M.DEBOUNCE_MS)
 end
 
+--- pi took, changed or let go of the session (live: a table, or vim.NIL):
+--- the header says so at once; rows and a moved leaf come with the refresh.
+local function mark_live(sb, live)
+  sb.live = type(live) == "table" and live or nil
+  require("pi_sessions.tree.draw").header(sb)
+end
+
 --- Subscribe `sb` to the server's notifications; returns the unsubscribe.
 function M.watch(sb)
   local off_updated = client.on("pi/sessionUpdated", function(params)
     if sb:is_open() and util.same_path(params.session, sb.session) then
+      if params.live ~= nil then
+        mark_live(sb, params.live)
+      end
       schedule_refresh(sb)
     end
   end)

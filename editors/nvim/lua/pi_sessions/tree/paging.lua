@@ -169,6 +169,7 @@ function M.refresh(sb, opts)
     end
     sb.rows, sb.pages = {}, {}
     sb.total, sb.leaf_id = total, result.leafId
+    sb.live = type(result.live) == "table" and result.live or nil
     draw.reset(sb, total)
     sb.pages[page] = "loaded"
     store_page(sb, page * size, result)

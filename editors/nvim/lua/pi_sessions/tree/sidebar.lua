@@ -30,6 +30,7 @@ function M.new(tab)
     stats = nil, -- pi/getSessionStats at the leaf (nil: not fetched, or a server without it)
     total = 0,
     leaf_id = nil,
+    live = nil, -- the pi that holds the session (docs/protocol.md, live sessions), nil for none
     rows = {}, -- 0-based row index -> row
     pages = {}, -- page index -> "loading" | "loaded"
     gen = 0, -- bumped on every refresh so stale replies are dropped
