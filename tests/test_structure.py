@@ -26,6 +26,7 @@ RANK = {
     "agent": 6,
     "server": 7,
     "connector": 7,  # what editors start: relays to the daemon, imports none of the server
+    "search_cli": 7.5,  # `pi-server search`: a client of the daemon, below the command line
     "cli": 8,
     "__main__": 9,
 }
