@@ -100,6 +100,27 @@ export interface CompactResult {
   queued: boolean;
 }
 
+/** One pi/search hit: an entry, with a piece of its text and where the match lies in it. */
+export interface SearchHit {
+  session: string;
+  entryId: string;
+  type: string;
+  role?: string;
+  timestamp: string;
+  snippet: string;
+  /** [start, end) offsets of the matches in `snippet`. */
+  ranges: [number, number][];
+  sessionName?: string;
+  firstMessage: string;
+}
+
+export interface SearchResult {
+  hits: SearchHit[];
+  total: number;
+  indexedFiles: number;
+  pendingFiles: number;
+}
+
 export interface SessionUpdated {
   session: string;
   appended: string[];

@@ -2,6 +2,7 @@
 // command acts on.
 import * as path from "node:path";
 import type * as vscode from "vscode";
+import { openEntry } from "./entryDocs";
 import { oneLine, sessionTitle } from "./format";
 import type { TreeRow } from "./protocol";
 import type { SessionsModel } from "./sessionsModel";
@@ -89,6 +90,22 @@ export class Sidebar {
     this.sessionsView.refresh();
     await this.tree.open(session);
     await this.revealLeaf();
+  }
+
+  /** Opens `session` with the row of entry `id` revealed and selected (under filter `all` when the filter
+   * shown hides it, as it hides labels and session names) and the entry itself shown. */
+  async revealEntry(session: string, id: string): Promise<void> {
+    this.sessionsView.selected = session;
+    this.sessionsView.refresh();
+    await this.tree.open(session);
+    let row = await this.tree.find(id);
+    if (!row && this.tree.filter !== "all") {
+      await this.tree.setFilter("all");
+      row = await this.tree.find(id);
+    }
+    if (!row) throw new Error(`Entry ${id} is no longer in ${path.basename(session)}.`);
+    await this.treeTv.reveal(this.treeView.element(row), { select: true, focus: true, expand: true });
+    await openEntry(session, id);
   }
 
   /** Selects the leaf, or where pi's /tree puts the cursor when a filter hides it: its nearest shown ancestor. */
