@@ -150,3 +150,17 @@ async def test_corrupt_index_is_set_aside_and_rebuilt(store: dict[str, Any]) -> 
         got = await search_until(c, {"query": "parser"}, _ready)
         assert got["total"] == 2
     assert any(p.name.startswith("fulltext.sqlite.bad-") for p in store["state"].iterdir())
+
+
+async def test_catastrophic_regex_answers_incomplete_and_never_freezes(store: dict[str, Any]) -> None:
+    write_session(store["root"] / "--w--" / "c.jsonl", ["a" * 40 + "!", "aaa"], start_ts=20)
+    async with server(*store["argv"]) as c:
+        await search_until(c, {"query": "parser"}, lambda g: g["pendingFiles"] == 0 and g["indexedFiles"] >= 3)
+        slow = asyncio.ensure_future(c.call("pi/search", {"query": "re:(a+)+$"}))
+        await asyncio.sleep(0.3)
+        listed = await c.call("pi/listSessions", {})  # the daemon keeps answering meanwhile
+        assert len(listed["sessions"]) == 3 and not slow.done()
+        got = await asyncio.wait_for(slow, 30)
+        assert got.get("incomplete") is True
+        got = await c.call("pi/search", {"query": "re:fla+ky"})  # the next regex runs afresh
+        assert got["total"] == 1 and "incomplete" not in got

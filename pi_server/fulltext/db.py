@@ -229,7 +229,10 @@ class FullText:
             sql += " WHERE " + " AND ".join(where)
         yield from self.db.execute(sql + " ORDER BY c.ts DESC", args)
 
-    def verify(self, q: Query, path: str, start: int, end: int, roles: set[str] | None) -> list[Hit]:
+    def verify(
+        self, q: Query, path: str, start: int, end: int, roles: set[str] | None, check: bool = True
+    ) -> list[Hit]:
+        """The chunk's entries that match (`check=False`: every entry with text, spans left empty)."""
         try:
             with open(path, "rb") as f:
                 f.seek(start)
@@ -245,7 +248,7 @@ class FullText:
             if roles is not None and role not in roles and e.get("type") not in roles:
                 continue
             text = entry_text(e)
-            spans = q.spans(text) if text else None
+            spans = (q.spans(text) if check else []) if text else None
             if spans is not None:
                 t = e.get("type")
                 hits.append(Hit(path, e["id"], t if isinstance(t, str) else "", role, entry_ms(e), text, spans))

@@ -28,9 +28,10 @@ class Query:
 
     def spans(self, text: str) -> list[tuple[int, int]] | None:
         """Where the query matches `text` (None: it does not)."""
-        if self.regex is not None:
-            found = [(m.start(), m.end()) for m in self.regex.finditer(text) if m.end() > m.start()]
-            return found or ([(0, 0)] if self.regex.search(text) else None)
+        if self.regex is not None:  # in-process only where no budget is needed (see regexrun)
+            from pi_server.fulltext.regexrun import spans
+
+            return spans(self.regex, text)
         low = _WS.sub(" ", text.lower()) if any(" " in t for t in self.terms) else text.lower()
         out = []
         for t in self.terms:

@@ -4,6 +4,7 @@ exactly against the entry's text, newest first."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pi_server.fulltext.db import FullText, Hit
@@ -12,6 +13,9 @@ from pi_server.jsutil import u16len
 
 SNIPPET = 160  # characters of context around the first match
 BUDGET_S = 2.0  # past this, a search answers what it found, marked incomplete
+REGEX_BATCH = 256  # texts per call of a regex matcher
+# (pattern, texts, seconds left) -> spans per text, or None when the time ran out
+Matcher = Callable[[str, list[str], float], list[Any] | None]
 
 
 def run(
@@ -23,16 +27,32 @@ def run(
     roles: list[str] | None,
     since_ms: int | None,
     budget_s: float = BUDGET_S,
+    matcher: Matcher | None = None,
 ) -> dict[str, Any]:
     deadline = time.monotonic() + budget_s
     want_roles = set(roles) if roles is not None else None
     hits: list[Hit] = []
+    unchecked: list[Hit] = []  # a regex's candidates, checked by the matcher in batches
     incomplete = False
+    by_matcher = matcher is not None and q.regex is not None
     for path, start, end in ft.candidates(q, sessions, since_ms):
         if time.monotonic() > deadline:
             incomplete = True
             break
-        hits += [h for h in ft.verify(q, path, start, end, want_roles) if since_ms is None or h.ms >= since_ms]
+        found = [
+            h
+            for h in ft.verify(q, path, start, end, want_roles, not by_matcher)
+            if since_ms is None or h.ms >= since_ms
+        ]
+        if not by_matcher:
+            hits += found
+            continue
+        unchecked += found
+        if len(unchecked) >= REGEX_BATCH and not _match(matcher, q, unchecked, hits, deadline):
+            incomplete, unchecked = True, []
+            break
+    if unchecked and not _match(matcher, q, unchecked, hits, deadline):
+        incomplete = True
     hits.sort(key=lambda h: h.ms, reverse=True)
     page = [_wire(ft, h) for h in hits[offset : offset + limit]]
     indexed, partial = ft.counts()
@@ -40,6 +60,20 @@ def run(
     if incomplete:
         out["incomplete"] = True
     return out
+
+
+def _match(matcher: Any, q: Query, unchecked: list[Hit], hits: list[Hit], deadline: float) -> bool:
+    """Check `unchecked` with the matcher into `hits`; False when the time ran out."""
+    assert q.regex is not None
+    got = matcher(q.regex.pattern, [h.text for h in unchecked], deadline - time.monotonic())
+    if got is None:
+        return False
+    for h, spans in zip(unchecked, got, strict=True):
+        if spans is not None:
+            h.spans = [tuple(s) for s in spans]
+            hits.append(h)
+    unchecked.clear()
+    return True
 
 
 def _iso(ms: int) -> str:

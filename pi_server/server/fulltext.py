@@ -6,9 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import select
 import sqlite3
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+import orjson
 
 from pi_server.fulltext import search as fts_search
 from pi_server.fulltext.db import FullText
@@ -30,6 +35,7 @@ class Indexer:
         self.dirty: dict[str, None] = dict.fromkeys(files)
         self.wake = asyncio.Event()
         self.wake.set()
+        self.regex = RegexProcess()
 
     async def call(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
@@ -72,9 +78,47 @@ class Indexer:
                     self.dirty.pop(path, None)
 
     def _search(self, q: Any, p: Any) -> dict[str, Any]:
-        out = fts_search.run(self._open(), q, p.limit, p.offset, p.sessions, p.roles, since_ms(p.since))
+        ft = self._open()
+        out = fts_search.run(ft, q, p.limit, p.offset, p.sessions, p.roles, since_ms(p.since), matcher=self.regex.match)
         out["pendingFiles"] += len(self.dirty)
         return out
+
+
+class RegexProcess:
+    """The process regular expressions run in (fulltext/regexrun.py), killed when one
+    outlasts its budget and started again for the next."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def match(self, pattern: str, texts: list[str], seconds: float) -> list[Any] | None:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "pi_server.fulltext.regexrun"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                close_fds=True,
+                start_new_session=True,
+            )
+        proc = self.proc
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(orjson.dumps({"pattern": pattern, "texts": texts}) + b"\n")
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, seconds))
+            line = proc.stdout.readline() if ready else b""
+        except OSError:
+            line = b""
+        if not line:  # out of time (or the process died): it goes, with what it was doing
+            self.stop()
+            return None
+        return orjson.loads(line)
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
 
 
 def since_ms(since: str | None) -> int | None:
