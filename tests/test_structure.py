@@ -19,6 +19,7 @@ RANK = {
     "rendezvous": 0,  # where a daemon listens: the standard library only
     "store": 1,
     "tree": 2,
+    "fulltext": 2,  # the full-text index: store's entries, its own text rules
     "context": 3,
     "llm": 4,
     "summaries": 5,

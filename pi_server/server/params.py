@@ -193,3 +193,12 @@ def _choices(model: type, name: str) -> str:
             good = [a for a in args if isinstance(a, str)]
             return f" (one of {', '.join(good)})" if good else ""
     return ""
+
+
+class Search(Params):
+    query: str
+    limit: Annotated[int, Meta(ge=0, le=1000)] = 50
+    offset: NonNegative = 0
+    sessions: list[str] | None = None
+    roles: list[str] | None = None
+    since: str | None = None
