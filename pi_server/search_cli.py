@@ -20,6 +20,7 @@ from pi_server.connector import Config, ConnectError, connect
 
 WAIT_STALL = 10.0  # seconds without progress after which waiting for the index stops
 POLL = 0.3
+STARTING = 3.0  # seconds an index that knows no file yet is given to list the store
 
 
 class SearchError(Exception):
@@ -137,7 +138,8 @@ class _Session:
 
 def _search(ch: Channel, params: dict[str, Any], wait: bool) -> dict[str, Any]:
     """pi/search, asked again while the index is still being built and getting on."""
-    last_pending, last_progress, told = None, time.monotonic(), False
+    start = last_progress = time.monotonic()
+    last_pending, told = None, False
     while True:
         try:
             res = ch.request("pi/search", params)
@@ -146,23 +148,37 @@ def _search(ch: Channel, params: dict[str, Any], wait: bool) -> dict[str, Any]:
                 raise SearchError("this pi-server has no full-text search (pi/search)") from None
             raise SearchError(str(e)) from None
         pending = res.get("pendingFiles", 0)
-        if not wait or not pending:
-            return res
         now = time.monotonic()
+        # a daemon's index starts with its first search: nothing indexed and nothing pending
+        # yet is a store still being listed (or an empty one, which STARTING bounds)
+        starting = not pending and not res.get("indexedFiles") and now - start < STARTING
+        if not wait or (not pending and not starting):
+            return res
         if last_pending is None or pending < last_pending:
             last_pending, last_progress = pending, now
         elif now - last_progress > WAIT_STALL:
             return res  # indexing is stuck (a full disk, say): what is indexed is the answer
-        if not told:
+        if not told and pending:
             print(f"pi-server: indexing, {pending} files to go; waiting (--no-wait answers at once)", file=sys.stderr)
             told = True
         time.sleep(POLL)
 
 
+def _char_index(s: str, units: int) -> int:
+    """The index in `s` of a UTF-16 offset (what `ranges` count, as JS clients do)."""
+    n = 0
+    for i, ch in enumerate(s):
+        if n >= units:
+            return i
+        n += 2 if ord(ch) > 0xFFFF else 1
+    return len(s)
+
+
 def _marked(snippet: str, ranges: list[list[int]], color: bool) -> str:
     on, off = ("\x1b[1;31m", "\x1b[0m") if color else ("»", "«")
     out, at = [], 0
-    for start, end in sorted((int(r[0]), int(r[1])) for r in ranges):
+    spans = ((_char_index(snippet, int(r[0])), _char_index(snippet, int(r[1]))) for r in ranges)
+    for start, end in sorted(spans):
         start, end = max(start, at), min(end, len(snippet))
         if start >= end:
             continue
@@ -213,6 +229,8 @@ def _run(args: Any) -> int:
     _print_hits(res, color)
     pending = res.get("pendingFiles", 0)
     more = f", {pending} files not indexed yet" if pending else ""
+    if res.get("incomplete"):
+        more += ", incomplete: the search ran out of time"
     stream = sys.stdout if hits else sys.stderr
     print(
         f"({len(hits)} of {total} hits{more})" if hits else f"pi-server: no entry matched {args.query!r}{more}",

@@ -27,8 +27,8 @@ end
 
 return {
   { "a snippet's matches are marked by character, in any script", function()
-    local hit = { snippet = "日本語 the 東京 tower\nand more", ranges = { { 8, 10 }, { 0, 3 } } }
-    H.eq("«日本語» the «東京» tower and more", search.marked(hit))
+    local hit = { snippet = "日本語 the 東京 𝄞 tower\nand more", ranges = { { 8, 10 }, { 11, 13 }, { 0, 3 } } }
+    H.eq("«日本語» the «東京» «𝄞» tower and more", search.marked(hit)) -- UTF-16 offsets: 𝄞 counts 2
     local long = { snippet = ("x"):rep(100) .. " check the healthcheck", ranges = { { 111, 122 } } }
     H.eq("…" .. ("x"):rep(29) .. " check the «healthcheck»", search.marked(long))
     H.eq("no match", search.marked({ snippet = "no match", ranges = {} }))

@@ -108,7 +108,7 @@ export interface SearchHit {
   role?: string;
   timestamp: string;
   snippet: string;
-  /** [start, end) offsets of the matches in `snippet`. */
+  /** [start, end) UTF-16 offsets of the matches in `snippet`. */
   ranges: [number, number][];
   sessionName?: string;
   firstMessage: string;
@@ -119,6 +119,8 @@ export interface SearchResult {
   total: number;
   indexedFiles: number;
   pendingFiles: number;
+  /** The search ran past its time budget: what it found. */
+  incomplete?: boolean;
 }
 
 export interface SessionUpdated {

@@ -7,6 +7,7 @@ import * as api from "./vscodeapi";
 export const LIMIT = 50;
 const DEBOUNCE_MS = 150;
 const PENDING_RETRY_MS = 1000; // while the index is still being built, the same query is asked again
+const STARTING_MS = 3000; // how long an index that knows no file yet is given to list the store
 const BEFORE_MATCH = 40; // characters of context kept before the first match
 const TITLE = "Search all sessions";
 
@@ -57,6 +58,7 @@ export function searchAll(rpc: Rpc, open: (hit: SearchHit) => Promise<void>): Pr
   qp.matchOnDetail = true;
   let current: vscode.CancellationTokenSource | undefined;
   let timer: NodeJS.Timeout | undefined;
+  const opened = Date.now();
 
   const ask = async (query: string): Promise<void> => {
     current?.cancel();
@@ -72,9 +74,11 @@ export function searchAll(rpc: Rpc, open: (hit: SearchHit) => Promise<void>): Pr
       const res = await rpc.request<SearchResult>("pi/search", { query, limit: LIMIT }, source.token);
       if (source !== current) return; // the user typed on: a newer query owns the picker
       qp.items = res.hits.map(hitItem);
-      const pending = res.pendingFiles ? ` · indexing, ${res.pendingFiles} files to go` : "";
+      const pending =
+        (res.pendingFiles ? ` · indexing, ${res.pendingFiles} files to go` : "") + (res.incomplete ? " · incomplete: ran out of time" : "");
       qp.title = `${TITLE}: ${res.total === 0 ? "no hits" : `${res.hits.length} of ${res.total} hits`}${pending}`;
-      if (res.pendingFiles) schedule(PENDING_RETRY_MS);
+      // a server's index starts with its first search: nothing indexed nor pending yet is a store still being listed
+      if (res.pendingFiles || (!res.indexedFiles && Date.now() - opened < STARTING_MS)) schedule(PENDING_RETRY_MS);
     } catch (err) {
       if (source !== current || (err as { code?: number })?.code === -32800) return;
       qp.items = [{ label: `$(error) ${errorMessage(err)}`, alwaysShow: true }];

@@ -115,7 +115,7 @@ test("a query the server cannot read is said in the picker, and nothing is opene
   const before = h.api.tree.session;
   const { qp, done } = await typed("re:(unclosed");
   assert.equal(qp.items.length, 1);
-  assert.match(qp.items[0].label, /^\$\(error\) /);
+  assert.match(qp.items[0].label, /^\$\(error\) query: .*(pattern|regular|re:)/i); // the server names the problem
   assert.equal(qp.items[0].hit, undefined);
   qp.accept(qp.items[0]); // choosing the message does nothing
   assert.ok(qp.shown);

@@ -10,9 +10,9 @@ M.LIMIT = 100
 local BEFORE_MATCH = 40 -- characters of context kept before the first match
 local QF_TITLE = "pi search: "
 
---- Byte offset in `s` of character offset `i` (the server counts characters).
+--- Byte offset in `s` of UTF-16 offset `i` (what the server's ranges count).
 local function byte_at(s, i)
-  local ok, b = pcall(vim.str_byteindex, s, "utf-32", i, false)
+  local ok, b = pcall(vim.str_byteindex, s, "utf-16", i, false)
   return ok and b or #s
 end
 
