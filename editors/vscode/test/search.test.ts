@@ -96,6 +96,17 @@ test("a hit the shown filter hides (a label) is revealed under the filter 'all'"
   await vscode.commands.executeCommand("piSessions.setFilter", "default");
 });
 
+test("a tool call has no row of its own: its result's row is revealed", async () => {
+  const { qp, done } = await typed("pytest");
+  const hit = hitsOf(qp).find((x) => x.entryId === "3e210a28");
+  assert.ok(hit, JSON.stringify(hitsOf(qp)));
+  qp.accept(qp.items.find((i) => i.hit === hit)!);
+  await done;
+  const shown = treeView().revealed.at(-1);
+  assert.ok(shown?.kind === "row" && shown.row.id === "6b297a01" && shown.row.parentId === "3e210a28");
+  assert.equal(JSON.parse(stub.recorded.documents.at(-1)!.content).id, "3e210a28"); // the call itself is shown
+});
+
 test("only the last of quickly typed queries fills the picker; a stale answer never lands", async () => {
   const { qp, done } = await typed("healthcheck");
   qp.type("pagination");

@@ -7,6 +7,8 @@ local util = require("pi_sessions.util")
 local M = {}
 
 M.LIMIT = 100
+M.STARTING_MS = 3000 -- how long an index that knows no file yet is given to list the store
+M.WAIT_MS = 10000 -- how long :PiSearch waits for an index being built
 local BEFORE_MATCH = 40 -- characters of context kept before the first match
 local QF_TITLE = "pi search: "
 
@@ -98,28 +100,48 @@ function M.run(query, opts)
   if not query or vim.trim(query) == "" then
     return util.info('usage: :PiSearch {words}  (words, "a phrase", re:pattern)')
   end
-  client.request("pi/search", { query = query, limit = M.LIMIT }, function(err, result)
-    if err then
-      return
-    end
-    local hits = result.hits or {}
-    local pending = (result.pendingFiles or 0) > 0 and (", %d files not indexed yet"):format(result.pendingFiles) or ""
-    vim.fn.setqflist({}, " ", { title = QF_TITLE .. query, items = M.qf_items(hits) })
-    if #hits == 0 then
-      return util.info(("no entry matches %s%s"):format(query, pending))
-    end
-    if (result.total or 0) > #hits or pending ~= "" then
-      util.info(("%d of %d hits%s"):format(#hits, result.total or #hits, pending))
-    end
-    vim.ui.select(hits, {
-      prompt = ("pi search: %s (%d hits)"):format(query, result.total or #hits),
-      kind = "pi_search",
-      format_item = M.item_text,
-    }, function(hit)
-      if hit then
-        M.open(hit, opts.on_done)
+  local started = vim.uv.now()
+  local function ask()
+    client.request("pi/search", { query = query, limit = M.LIMIT }, function(err, result)
+      if err then
+        return
       end
+      -- the index starts with the server's first search: while it lists the store (nothing
+      -- indexed nor pending yet) or indexes it, the query is asked again, for a while
+      local waited = vim.uv.now() - started
+      local pending = (result.pendingFiles or 0) > 0
+      local starting = not pending and (result.indexedFiles or 0) == 0
+      if (starting and waited < M.STARTING_MS) or (pending and waited < M.WAIT_MS) then
+        return vim.defer_fn(ask, 300)
+      end
+      M.show(query, result, opts)
     end)
+  end
+  ask()
+end
+
+--- The answer: the quickfix list filled, the hits offered with vim.ui.select.
+function M.show(query, result, opts)
+  local hits = result.hits or {}
+  local pending = (result.pendingFiles or 0) > 0 and (", %d files not indexed yet"):format(result.pendingFiles) or ""
+  if result.incomplete then
+    pending = pending .. ", incomplete: the search ran out of time"
+  end
+  vim.fn.setqflist({}, " ", { title = QF_TITLE .. query, items = M.qf_items(hits) })
+  if #hits == 0 then
+    return util.info(("no entry matches %s%s"):format(query, pending))
+  end
+  if (result.total or 0) > #hits or pending ~= "" then
+    util.info(("%d of %d hits%s"):format(#hits, result.total or #hits, pending))
+  end
+  vim.ui.select(hits, {
+    prompt = ("pi search: %s (%d hits)"):format(query, result.total or #hits),
+    kind = "pi_search",
+    format_item = M.item_text,
+  }, function(hit)
+    if hit then
+      M.open(hit, opts.on_done)
+    end
   end)
 end
 

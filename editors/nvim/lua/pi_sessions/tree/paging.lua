@@ -143,7 +143,17 @@ end
 -- ids are needed: the page the cursor lands on is then fetched as usual). The filter "all" is tried when the one shown hides the entry (labels,
 -- session names); cb(found) at the end.
 local function focus_entry(sb, gen, id, cb)
+  local stand_in -- pi draws no row for a tool call: its result's row (a child) stands for it
+  local function land(idx)
+    M.load_page(sb, math.floor(idx / sb:page_size()), function()
+      set_cursor(sb, idx)
+      cb(true)
+    end)
+  end
   local function scan(offset)
+    if offset >= sb.total and stand_in then
+      return land(stand_in)
+    end
     if offset >= sb.total then
       if sb.filter == "all" then
         return cb(false)
@@ -157,10 +167,10 @@ local function focus_entry(sb, gen, id, cb)
       end
       for i, row in ipairs(result.rows or {}) do
         if row.id == id then
-          return M.load_page(sb, math.floor((offset + i - 1) / sb:page_size()), function()
-            set_cursor(sb, offset + i - 1)
-            cb(true)
-          end)
+          return land(offset + i - 1)
+        end
+        if row.parentId == id and not stand_in then
+          stand_in = offset + i - 1
         end
       end
       local got = #(result.rows or {})
