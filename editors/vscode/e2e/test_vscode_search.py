@@ -45,21 +45,21 @@ def test_search_all_sessions_as_you_type_and_open_the_hit(wb: Workbench, world: 
         arg=len(hits),
         timeout=TIMEOUT,
     )
-    # the snippet is the detail line, its match highlighted by the editor
+    wb.shot("search-all-typed")
+    # the snippet is the detail line, the match highlighted by the editor's own matcher (it may take
+    # a first letter from an earlier word, "healthy", as its fuzzy matching does)
     assert "Check the healthcheck command" in row.inner_text()
     marks = [m.lower() for m in row.locator(".highlight").all_inner_texts()]
-    assert marks == ["healthcheck"], marks
+    assert "".join(marks).endswith("ealthcheck"), marks
     title = wb.page.locator(".quick-input-widget .quick-input-title").inner_text()
     assert re.search(rf"{len(hits)} of {len(hits)} hits?", title), title
-    wb.shot("search-all-typed")
 
     row.click()
     # its session's tree, the hit's row revealed and selected, the entry open beside it
     selected = wb.pane("Tree").locator(".monaco-list-row.selected").first
     selected.wait_for(state="visible", timeout=TIMEOUT)
-    assert (selected.get_attribute("aria-label") or "").startswith("Probably the database container"), (
-        selected.get_attribute("aria-label")
-    )
+    label = selected.get_attribute("aria-label") or ""
+    assert label.startswith("assistant: Probably the database container"), label
     tab = wb.page.locator(".tabs-container .tab", has_text=f"{HIT}.json").first
     tab.wait_for(state="visible", timeout=TIMEOUT)
     wb.page.locator(".editor-instance .view-lines", has_text=HIT).first.wait_for(state="visible", timeout=TIMEOUT)
