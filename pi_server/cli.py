@@ -1,4 +1,4 @@
-"""The command line: `pi-server ls | tree | context`, and the server (`serve`, or no command)."""
+"""The command line: `pi-server ls | tree | context | search`, and the server (`serve`, or no command)."""
 
 from __future__ import annotations
 
@@ -417,6 +417,10 @@ def _add_reading_commands(sub: Any) -> None:
     cx.add_argument("--format", choices=FORMATS, default="agent")
     cx.add_argument("--state-dir", metavar="D", help="the server's state dir (for its leaf pointers)")
     cx.set_defaults(func=cmd_context)
+
+    from pi_server.search_cli import add_parser
+
+    add_parser(sub, _count)
 
 
 def _add_serve(sub: Any) -> None:

@@ -19,6 +19,7 @@ RANK = {
     "rendezvous": 0,  # where a daemon listens: the standard library only
     "store": 1,
     "tree": 2,
+    "fulltext": 2,  # the full-text index: store's entries, its own text rules
     "context": 3,
     "llm": 4,
     "summaries": 5,
@@ -26,6 +27,7 @@ RANK = {
     "agent": 6,
     "server": 7,
     "connector": 7,  # what editors start: relays to the daemon, imports none of the server
+    "search_cli": 7.5,  # `pi-server search`: a client of the daemon, below the command line
     "cli": 8,
     "__main__": 9,
 }

@@ -10,10 +10,21 @@ from collections.abc import Callable
 
 from pi_server.server import rpc
 from pi_server.server.base import PiServer, ServerOptions, converter_factory
-from pi_server.server.methods import agent, documents, edits, lifecycle, live, sessions, stats, summaries, writes
+from pi_server.server.methods import (
+    agent,
+    documents,
+    edits,
+    lifecycle,
+    live,
+    search,
+    sessions,
+    stats,
+    summaries,
+    writes,
+)
 
 # importing a method module registers its methods in the table
-_METHOD_MODULES = (lifecycle, sessions, writes, edits, summaries, agent, documents, stats, live)
+_METHOD_MODULES = (lifecycle, sessions, search, writes, edits, summaries, agent, documents, stats, live)
 
 __all__ = ["PiServer", "ServerOptions", "converter_factory", "create_server"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from watchfiles import Change, awatch
 
-from pi_server.server import bulk, errors, notify, polling
+from pi_server.server import bulk, errors, fulltext, notify, polling
 from pi_server.server.worker import BACKGROUND
 
 log = logging.getLogger("pi_server")
@@ -30,6 +30,7 @@ def start(ls: PiServer) -> None:
 
 def start_indexing(ls: PiServer) -> None:
     ls.tasks.append(asyncio.ensure_future(initial_index(ls)))
+    fulltext.indexer(ls)  # the full-text index, on its own thread
 
 
 def start_watching(ls: PiServer) -> None:
@@ -79,6 +80,7 @@ def warn_cannot_watch(ls: PiServer, e: Exception) -> None:
 async def handle_changes(ls: PiServer, changes: set[tuple[Change, str]]) -> None:
     reg = ls.registry
     assert reg is not None
+    fulltext.touch(ls, [p for _k, p in changes])
     added, removed, changed = [], [], []
     for kind, path in sorted(changes, key=lambda c: c[1]):
         path = os.path.abspath(path)

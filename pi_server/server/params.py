@@ -208,3 +208,12 @@ class LiveState(Params):
 
 class LiveWithdraw(Params):
     session: str
+
+
+class Search(Params):
+    query: str
+    limit: Annotated[int, Meta(ge=0, le=1000)] = 50
+    offset: NonNegative = 0
+    sessions: list[str] | None = None
+    roles: list[str] | None = None
+    since: str | None = None

@@ -7,6 +7,7 @@ import type { Chats } from "./chats";
 import { openEntry } from "./entryDocs";
 import { oneLine } from "./format";
 import { FILTERS, type Filter, type Rpc, type SwitchResult, type TreeRow } from "./protocol";
+import { searchAll } from "./search";
 import type { Sidebar } from "./sidebar";
 import { fetchStats, statsMessage } from "./stats";
 import { openSystem } from "./systemDocs";
@@ -61,6 +62,7 @@ export function registerCommands(subscriptions: { dispose(): unknown }[], d: Com
     sessions.query = q.trim();
     await s.reloadSessions();
   });
+  cmd("piSessions.searchAll", () => searchAll(rpc, (hit) => s.revealEntry(hit.session, hit.entryId)));
   cmd("piSessions.clearSessionSearch", async () => {
     sessions.query = "";
     await s.reloadSessions();

@@ -112,6 +112,29 @@ export interface CompactResult {
   queued: boolean;
 }
 
+/** One pi/search hit: an entry, with a piece of its text and where the match lies in it. */
+export interface SearchHit {
+  session: string;
+  entryId: string;
+  type: string;
+  role?: string;
+  timestamp: string;
+  snippet: string;
+  /** [start, end) UTF-16 offsets of the matches in `snippet`. */
+  ranges: [number, number][];
+  sessionName?: string;
+  firstMessage: string;
+}
+
+export interface SearchResult {
+  hits: SearchHit[];
+  total: number;
+  indexedFiles: number;
+  pendingFiles: number;
+  /** The search ran past its time budget: what it found. */
+  incomplete?: boolean;
+}
+
 export interface SessionUpdated {
   session: string;
   appended: string[];

@@ -2,6 +2,7 @@
 // command acts on.
 import * as path from "node:path";
 import type * as vscode from "vscode";
+import { openEntry } from "./entryDocs";
 import { liveDetails, liveLine, oneLine, sessionTitle } from "./format";
 import type { SessionUpdated, TreeRow } from "./protocol";
 import type { SessionsModel } from "./sessionsModel";
@@ -116,6 +117,25 @@ export class Sidebar {
     } catch (err) {
       showError(err);
     }
+  }
+
+  /** Opens `session` with the row of entry `id` revealed and selected (under filter `all` when the filter
+   * shown hides it, as it hides labels and session names; a tool call's result row stands for the call,
+   * which has none) and the entry itself shown. */
+  async revealEntry(session: string, id: string): Promise<void> {
+    this.sessionsView.selected = session;
+    this.sessionsView.refresh();
+    await this.tree.open(session);
+    // pi draws no row for a tool call: the row of its result (a child) stands for it
+    const standIn = () => this.tree.rows.find((r) => r.parentId === id);
+    let row = (await this.tree.find(id)) ?? standIn();
+    if (!row && this.tree.filter !== "all") {
+      await this.tree.setFilter("all");
+      row = (await this.tree.find(id)) ?? standIn();
+    }
+    if (!row) throw new Error(`Entry ${id} is no longer in ${path.basename(session)}.`);
+    await this.treeTv.reveal(this.treeView.element(row), { select: true, focus: true, expand: true });
+    await openEntry(session, id);
   }
 
   /** Selects the leaf, or where pi's /tree puts the cursor when a filter hides it: its nearest shown ancestor. */

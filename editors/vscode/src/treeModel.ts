@@ -116,6 +116,16 @@ export class TreeModel {
     return this.byId.get(id);
   }
 
+  /** The row of entry `id`, loading further windows until it is among them (undefined: this filter hides it). */
+  async find(id: string): Promise<TreeRow | undefined> {
+    while (!this.byId.has(id) && this.hasMore) {
+      const shown = this.rows.length;
+      await this.loadMore();
+      if (this.rows.length <= shown) break; // no progress: a reload replaced the rows meanwhile
+    }
+    return this.byId.get(id);
+  }
+
   get hasMore(): boolean {
     return this.rows.length < this.total;
   }

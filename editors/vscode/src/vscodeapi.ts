@@ -10,6 +10,7 @@ export const ThemeColor = vscode.ThemeColor;
 export const MarkdownString = vscode.MarkdownString;
 export const EventEmitter = vscode.EventEmitter;
 export const Uri = vscode.Uri;
+export const CancellationTokenSource = vscode.CancellationTokenSource;
 
 export function createOutputChannel(name: string): vscode.OutputChannel {
   return vscode.window.createOutputChannel(name);
@@ -51,6 +52,11 @@ export function showInformationMessage(message: string): Thenable<string | undef
 
 export function showQuickPick<T extends vscode.QuickPickItem>(items: T[], options: vscode.QuickPickOptions): Thenable<T | undefined> {
   return vscode.window.showQuickPick(items, options);
+}
+
+/** A quick pick the caller drives: its items change as the user types. */
+export function createQuickPick<T extends vscode.QuickPickItem>(): vscode.QuickPick<T> {
+  return vscode.window.createQuickPick<T>();
 }
 
 export function showInputBox(options: vscode.InputBoxOptions): Thenable<string | undefined> {

@@ -197,6 +197,17 @@ function M.create_commands()
       require("pi_sessions.chat").open(s)
     end)
   end, { nargs = "?", bang = true, complete = "file", desc = "Chat with pi on a session's leaf (! : a new session in a folder)" })
+  cmd("PiSearch", function(o)
+    require("pi_sessions.search").run(o.args)
+  end, { nargs = "+", desc = 'Search every entry of every pi session (words, "a phrase", re:pattern)' })
+  vim.api.nvim_create_autocmd("FileType", {
+    group = vim.api.nvim_create_augroup("pi_sessions_search", { clear = true }),
+    pattern = "qf",
+    callback = function(ev)
+      vim.keymap.set("n", "<CR>", function() require("pi_sessions.search").qf_enter() end,
+        { buffer = ev.buf, desc = "pi: open a :PiSearch hit's tree at its row" })
+    end,
+  })
   cmd("PiRename", function(o) M.rename(o.args) end, { nargs = "*", desc = "Name the current pi session" })
   cmd("PiFork", function() M.fork() end, { nargs = 0, desc = "Fork the session at the leaf / entry under the cursor" })
   cmd("PiCompact", function(o) M.compact(o.args) end, { nargs = "*", desc = "Compact the session (optional instructions)" })

@@ -166,6 +166,8 @@ export interface Shown {
 export const recorded = {
   messages: [] as Shown[],
   quickPicks: [] as { items: any[]; options: any }[],
+  /** Every quick pick made with createQuickPick, the newest last. */
+  livePicks: [] as StubQuickPick[],
   inputs: [] as any[],
   documents: [] as { content: string; language?: string; uri?: Uri }[],
   clipboard: "",
@@ -186,10 +188,51 @@ export const answers = {
 export function resetRecorded(): void {
   recorded.messages.length = 0;
   recorded.quickPicks.length = 0;
+  recorded.livePicks.length = 0;
   recorded.inputs.length = 0;
   recorded.documents.length = 0;
   recorded.progress.length = 0;
   recorded.clipboard = "";
+}
+
+/** A quick pick made with createQuickPick: a test types into it (`type`) and accepts an item (`accept`). */
+export class StubQuickPick<T = any> {
+  private readonly changedValue = new EventEmitter<string>();
+  private readonly accepted = new EventEmitter<void>();
+  private readonly hidden = new EventEmitter<void>();
+  readonly onDidChangeValue = this.changedValue.event;
+  readonly onDidAccept = this.accepted.event;
+  readonly onDidHide = this.hidden.event;
+  value = "";
+  items: T[] = [];
+  selectedItems: T[] = [];
+  activeItems: T[] = [];
+  title: string | undefined;
+  placeholder: string | undefined;
+  busy = false;
+  matchOnDescription = false;
+  matchOnDetail = false;
+  shown = false;
+  disposed = false;
+  show(): void {
+    this.shown = true;
+  }
+  hide(): void {
+    if (!this.shown) return;
+    this.shown = false;
+    this.hidden.fire();
+  }
+  dispose(): void {
+    this.disposed = true;
+  }
+  type(value: string): void {
+    this.value = value;
+    this.changedValue.fire(value);
+  }
+  accept(item: T): void {
+    this.selectedItems = [item];
+    this.accepted.fire();
+  }
 }
 
 const treeViews = new Map<string, StubTreeView<any>>();
@@ -279,6 +322,11 @@ export const window = {
     const a = answers.picks.shift();
     if (a === undefined) return undefined;
     return typeof a === "number" ? items[a] : items.find(a);
+  },
+  createQuickPick: () => {
+    const qp = new StubQuickPick();
+    recorded.livePicks.push(qp);
+    return qp;
   },
   showInputBox: async (options: any) => {
     recorded.inputs.push(options);

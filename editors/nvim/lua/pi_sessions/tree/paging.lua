@@ -139,7 +139,54 @@ local function focus_leaf(sb, gen)
   end)
 end
 
+-- Put the cursor on the row of entry `id`, looked for window by window (only
+-- ids are needed: the page the cursor lands on is then fetched as usual). The filter "all" is tried when the one shown hides the entry (labels,
+-- session names); cb(found) at the end.
+local function focus_entry(sb, gen, id, cb)
+  local stand_in -- pi draws no row for a tool call: its result's row (a child) stands for it
+  local function land(idx)
+    M.load_page(sb, math.floor(idx / sb:page_size()), function()
+      set_cursor(sb, idx)
+      cb(true)
+    end)
+  end
+  local function scan(offset)
+    if offset >= sb.total and stand_in then
+      return land(stand_in)
+    end
+    if offset >= sb.total then
+      if sb.filter == "all" then
+        return cb(false)
+      end
+      sb.filter = "all"
+      return M.refresh(sb, { focus_id = id, on_found = cb })
+    end
+    sb:request("pi/getTree", sb:tree_params(offset, sb:page_size()), function(err, result)
+      if err or gen ~= sb.gen then
+        return cb(false)
+      end
+      for i, row in ipairs(result.rows or {}) do
+        if row.id == id then
+          return land(offset + i - 1)
+        end
+        if row.parentId == id and not stand_in then
+          stand_in = offset + i - 1
+        end
+      end
+      local got = #(result.rows or {})
+      scan(got > 0 and offset + got or sb.total)
+    end)
+  end
+  local i = find_loaded(sb, function(r) return r.id == id end)
+  if i then
+    set_cursor(sb, i)
+    return cb(true)
+  end
+  scan(0)
+end
+
 --- Re-fetch the tree. opts.focus = "leaf" puts the cursor on the leaf;
+--- opts.focus_id on that entry's row (opts.on_found(found) after);
 --- opts.keep_id keeps it on that entry if it is still shown; opts.on_done
 --- runs once the first page is drawn.
 function M.refresh(sb, opts)
@@ -155,7 +202,7 @@ function M.refresh(sb, opts)
     local row = sb.rows[cur_idx]
     keep_id = row and row.id
   end
-  local first_page = opts.focus == "leaf" and 0 or math.max(0, math.floor(cur_idx / size))
+  local first_page = (opts.focus == "leaf" or opts.focus_id) and 0 or math.max(0, math.floor(cur_idx / size))
   local function got(err, result, page)
     if err or gen ~= sb.gen or not sb:is_open() then
       return
@@ -175,7 +222,9 @@ function M.refresh(sb, opts)
     store_page(sb, page * size, result)
     edits.load(sb, gen)
     require("pi_sessions.stats").load(sb, gen)
-    if opts.focus == "leaf" then
+    if opts.focus_id then
+      focus_entry(sb, gen, opts.focus_id, opts.on_found or function() end)
+    elseif opts.focus == "leaf" then
       focus_leaf(sb, gen)
     else
       local idx = keep_id and find_loaded(sb, function(r) return r.id == keep_id end)
@@ -202,7 +251,8 @@ function M.show(sb, session, opts)
   sb.session = session
   sb.name = opts.name or vim.fn.fnamemodify(session, ":t:r")
   draw.reset(sb, 0)
-  M.refresh(sb, { focus = "leaf", on_done = opts.on_done })
+  -- opts.entry: the cursor goes to that entry's row (opts.on_found(found) after), else to the leaf
+  M.refresh(sb, { focus = "leaf", focus_id = opts.entry, on_found = opts.on_found, on_done = opts.on_done })
   sb:request("pi/listSessions", {}, function(err, result)
     if err or not sb:is_open() or sb.session ~= session then
       return

@@ -1,0 +1,73 @@
+"""The text pi shows for an entry, as the full-text index holds it (never images or
+thinking signatures)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from pi_server.jsutil import js_date_ms
+from pi_server.store import entry_types as et
+from pi_server.store.content import join_text
+
+
+def _tool_calls(content: Any) -> list[str]:
+    out = []
+    for c in content if isinstance(content, list) else []:
+        if isinstance(c, dict) and c.get("type") == "toolCall":
+            name = c.get("name")
+            args = c.get("arguments")
+            out.append(f"{name if isinstance(name, str) else ''} {orjson.dumps(args).decode() if args else ''}")
+    return out
+
+
+def _message_text(msg: dict[str, Any]) -> str:
+    role = msg.get("role")
+    parts = [join_text(msg.get("content"), " ")]
+    if role == "assistant":
+        parts += _tool_calls(msg.get("content"))
+    elif role == "bashExecution":
+        parts += [str(msg.get("command") or ""), str(msg.get("output") or "")]
+    return "\n".join(p for p in parts if p)
+
+
+def entry_text(entry: dict[str, Any]) -> str:
+    """What a search looks in for one entry."""
+    t = entry.get("type")
+    if t == et.MESSAGE:
+        msg = entry.get("message")
+        return _message_text(msg) if isinstance(msg, dict) else ""
+    if t == et.CUSTOM_MESSAGE:
+        return join_text(entry.get("content"), " ")
+    if t in (et.COMPACTION, et.BRANCH_SUMMARY):
+        s = entry.get("summary")
+        return s if isinstance(s, str) else ""
+    if t == et.LABEL:
+        v = entry.get("label")
+        return v if isinstance(v, str) else ""
+    if t == et.SESSION_INFO:
+        v = entry.get("name")
+        return v if isinstance(v, str) else ""
+    return ""
+
+
+def entry_role(entry: dict[str, Any]) -> str | None:
+    msg = entry.get("message")
+    if entry.get("type") == et.MESSAGE and isinstance(msg, dict) and isinstance(msg.get("role"), str):
+        return msg["role"]
+    return None
+
+
+def entry_ms(entry: dict[str, Any]) -> int:
+    ms = js_date_ms(entry.get("timestamp"))
+    return int(ms) if ms == ms else 0
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """One line of a session file as an entry (None: not an entry, or unreadable)."""
+    try:
+        e = orjson.loads(line)
+    except (orjson.JSONDecodeError, RecursionError):
+        return None
+    return e if isinstance(e, dict) and isinstance(e.get("id"), str) else None
