@@ -164,3 +164,20 @@ async def test_catastrophic_regex_answers_incomplete_and_never_freezes(store: di
         assert got.get("incomplete") is True
         got = await c.call("pi/search", {"query": "re:fla+ky"})  # the next regex runs afresh
         assert got["total"] == 1 and "incomplete" not in got
+
+
+async def test_hostile_file_never_stops_the_others(store: dict[str, Any]) -> None:
+    bad = store["root"] / "--w--" / "0-hostile.jsonl"
+    odd = [
+        "[" * 100_000 + "]" * 100_000,
+        json.dumps({"type": "message", "id": "x1", "message": {"role": 5, "content": {"a": 1}}}),
+        json.dumps({"type": "message", "id": "x2", "message": "str", "timestamp": []}),
+        json.dumps({"type": "custom_message", "id": "x3", "content": [None, 1, {"type": "text"}]}),
+        json.dumps({"type": "label", "id": "x4", "label": "quokkafind " + "y" * 3_000_000}),
+    ]
+    bad.write_text(json.dumps({"type": "session", "id": "h", "cwd": "/w"}) + "\n" + "\n".join(odd) + "\n")
+    async with server(*store["argv"]) as c:
+        got = await search_until(c, {"query": "parser"}, lambda g: g["pendingFiles"] == 0 and g["indexedFiles"] >= 3)
+        assert got["total"] == 2
+        got = await c.call("pi/search", {"query": "quokkafind"})
+        assert [h["entryId"] for h in got["hits"]] == ["x4"]

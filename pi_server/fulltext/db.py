@@ -27,7 +27,7 @@ from pi_server.store.content import join_text
 
 log = logging.getLogger("pi_server")
 FORMAT = "1"
-CHUNK_BYTES = 32 << 10  # text per FTS row: larger rows share trigrams, a smaller index
+CHUNK_BYTES = 8 << 10  # text per FTS row: larger rows share trigrams, a smaller index
 STEP_BYTES = 4 << 20  # file bytes read per indexing step
 HEAD = 4096
 SCHEMA = """
@@ -210,8 +210,10 @@ class FullText:
 
     # ------------------------------------------------------------------ searching
 
-    def candidates(self, q: Query, sessions: list[str] | None, since: int | None) -> Iterator[tuple[str, int, int]]:
-        """(path, start, end) of the chunks that may match, newest first."""
+    def candidates(
+        self, q: Query, sessions: list[str] | None, since: int | None
+    ) -> Iterator[tuple[str, int, int, int]]:
+        """(path, start, end, newest entry's ms) of the chunks that may match, newest first."""
         where, args = [], []
         # detail=none keeps no positions: a term is asked as all its trigrams
         terms = sorted({p[i : i + 3] for t in q.index_terms() for p in t.split(" ") for i in range(len(p) - 2)})
@@ -224,7 +226,7 @@ class FullText:
         if since is not None:
             where.append("c.ts >= ?")
             args.append(since)
-        sql = "SELECT f.path, c.start, c.end FROM chunks c JOIN files f ON f.id = c.file"
+        sql = "SELECT f.path, c.start, c.end, c.ts FROM chunks c JOIN files f ON f.id = c.file"
         if where:
             sql += " WHERE " + " AND ".join(where)
         yield from self.db.execute(sql + " ORDER BY c.ts DESC", args)

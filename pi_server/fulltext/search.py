@@ -3,6 +3,7 @@ exactly against the entry's text, newest first."""
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +14,7 @@ from pi_server.jsutil import u16len
 
 SNIPPET = 160  # characters of context around the first match
 BUDGET_S = 2.0  # past this, a search answers what it found, marked incomplete
+COUNT_S = 0.05  # once the page is known, matches are counted for at most this long
 REGEX_BATCH = 256  # texts per call of a regex matcher
 # (pattern, texts, seconds left) -> spans per text, or None when the time ran out
 Matcher = Callable[[str, list[str], float], list[Any] | None]
@@ -33,12 +35,24 @@ def run(
     want_roles = set(roles) if roles is not None else None
     hits: list[Hit] = []
     unchecked: list[Hit] = []  # a regex's candidates, checked by the matcher in batches
-    incomplete = False
+    incomplete = at_least = False
     by_matcher = matcher is not None and q.regex is not None
-    for path, start, end in ft.candidates(q, sessions, since_ms):
-        if time.monotonic() > deadline:
+    need = offset + limit
+    newest: list[int] = []  # a min-heap of the `need` newest matches' ms
+    settled_at: float | None = None
+    for path, start, end, ts in ft.candidates(q, sessions, since_ms):
+        now = time.monotonic()
+        if now > deadline:
             incomplete = True
             break
+        # chunks come newest first: once `need` matches are at least as new as this chunk's
+        # newest entry, the page is final and the rest only adds to the count
+        if settled_at is None and len(newest) >= need and newest[0] >= ts:
+            settled_at = now
+        if settled_at is not None and now - settled_at > COUNT_S:
+            at_least = True
+            break
+        seen = len(hits)
         found = [
             h
             for h in ft.verify(q, path, start, end, want_roles, not by_matcher)
@@ -46,11 +60,13 @@ def run(
         ]
         if not by_matcher:
             hits += found
+            _keep_newest(newest, found, need)
             continue
         unchecked += found
         if len(unchecked) >= REGEX_BATCH and not _match(matcher, q, unchecked, hits, deadline):
             incomplete, unchecked = True, []
             break
+        _keep_newest(newest, hits[seen:], need)
     if unchecked and not _match(matcher, q, unchecked, hits, deadline):
         incomplete = True
     hits.sort(key=lambda h: h.ms, reverse=True)
@@ -59,7 +75,17 @@ def run(
     out: dict[str, Any] = {"hits": page, "total": len(hits), "indexedFiles": indexed, "pendingFiles": partial}
     if incomplete:
         out["incomplete"] = True
+    if at_least:
+        out["totalAtLeast"] = True
     return out
+
+
+def _keep_newest(heap: list[int], found: list[Hit], need: int) -> None:
+    for h in found:
+        if len(heap) < need:
+            heapq.heappush(heap, h.ms)
+        elif h.ms > heap[0]:
+            heapq.heapreplace(heap, h.ms)
 
 
 def _match(matcher: Any, q: Query, unchecked: list[Hit], hits: list[Hit], deadline: float) -> bool:

@@ -36,6 +36,7 @@ class Indexer:
         self.wake = asyncio.Event()
         self.wake.set()
         self.regex = RegexProcess()
+        self.task: asyncio.Future | None = None
 
     async def call(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
@@ -137,7 +138,11 @@ def indexer(ls: PiServer) -> Indexer:
     ix = _indexers.get(id(reg))
     if ix is None:
         ix = _indexers[id(reg)] = Indexer(str(reg.state.root), [])
-        ls.tasks.append(asyncio.ensure_future(_start(ls, ix)))
+    # clients sharing one core (TCP) share the index; it runs under the client that started
+    # it, and starts again under the next one when that client goes
+    if ix.task is None or ix.task.done():
+        ix.task = asyncio.ensure_future(_start(ls, ix))
+        ls.tasks.append(ix.task)
     return ix
 
 
