@@ -9,7 +9,8 @@
   pi-server process (connectors, daemon, its workers) with one client and with five,
   each connector's RSS, the second client's first 200-row `/tree` window;
 - after a daemon restart (`pi-server daemon stop`: indexes saved), the first window
-  on the unchanged session, beside pi 1.6.0's open + context + tree of the same file.
+  on the unchanged session, beside pi 1.6.0's open + context + tree of the same file,
+  and the new daemon's RSS after it.
 
 Sockets go to a folder of this run (XDG_RUNTIME_DIR), so no other daemon is met.
 """
@@ -124,14 +125,16 @@ def five_clients(args: list[str], path: str) -> dict[str, Any]:
     return out
 
 
-def after_restart(args: list[str], path: str) -> float:
-    """`pi-server daemon stop` (indexes saved), then a new connector's first window."""
+def after_restart(args: list[str], path: str) -> dict[str, Any]:
+    """`pi-server daemon stop` (indexes saved), then a new connector's first window, and the
+    new daemon's RSS after it."""
     stop(args)
     c = Client(args)
     c.initialize()
     took = window(c, path)
+    rss = rss_of(status(args)["pid"])
     c.close()
-    return took
+    return {"restartWindowSeconds": took, "restartDaemonRssBytes": rss}
 
 
 def main() -> int:
@@ -159,7 +162,7 @@ def main() -> int:
         result.update(spawn_times(args, a.runs))
         warm.close()
         result.update(five_clients(args, path))
-        result["restartWindowSeconds"] = after_restart(args, path)
+        result.update(after_restart(args, path))
         pi = run.pi_json("1.6.0", "measure", str(big))
         result["pi16OpenContextTreeSeconds"] = pi["totalSeconds"]
         stop(args)

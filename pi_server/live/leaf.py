@@ -29,7 +29,7 @@ def kept_leaf(idx: SessionIndex, saved: dict[str, Any] | None) -> tuple[str | No
     """(leaf, chosen by a switch) a session starts at, from its saved pointer (or None)."""
     if saved is not None and pointer_holds(saved, idx.size):
         lid = saved.get("leafId")
-        if lid is None or lid in idx.by_id:
+        if lid is None or idx.position(lid) is not None:
             return lid, True
     return idx.last_id, False
 

@@ -206,7 +206,8 @@ class Registry:
         from pi_server.tree.outline import Outline
 
         leaf, explicit = kept_leaf(idx, self.state.leaf(path))
-        live = LiveSession(idx, Outline(idx), leaf, explicit, from_cache=from_cache)
+        view_saved = idx.saved_view is not None  # taken by the outline
+        live = LiveSession(idx, Outline(idx), leaf, explicit, from_cache=from_cache, view_saved=view_saved)
         self.sessions[path] = live
         if not from_cache or idx.generation > 1:
             self.save_index(live)
@@ -232,9 +233,16 @@ class Registry:
             total -= len(live.index)
 
     def save_index(self, live: LiveSession) -> None:
-        if live.saved_generation != live.index.generation:
-            self.cache.save(live.index)
-            live.saved_generation = live.index.generation
+        from pi_server.tree.saved import VIEW_MIN_ENTRIES
+
+        idx = live.index
+        large = len(idx) >= VIEW_MIN_ENTRIES
+        if live.saved_generation != idx.generation or (large and not live.view_saved):
+            # a large session's tree and view go with it: its first window after a restart reads them
+            leaf = idx.position(live.leaf_id) if large and live.leaf_id is not None else None
+            view = live.outline.saved_view(leaf) if large else None
+            self.cache.save(idx, view)
+            live.saved_generation, live.view_saved = idx.generation, large
 
     def save_all(self) -> None:
         """Write the index cache of every session that changed since it was last saved."""

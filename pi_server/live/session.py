@@ -20,13 +20,14 @@ class LiveSession:
     explicit: bool = False  # set by a switch, not by the file
     saved_generation: int = -1  # index generation last written to the index cache
     from_cache: bool = False
+    view_saved: bool = False  # the index cache holds the tree and default view of this generation
 
     @property
     def path(self) -> str:
         return self.index.path
 
     def entry_pos(self, entry_id: str) -> int:
-        pos = self.index.by_id.get(entry_id)
+        pos = self.index.position(entry_id)
         if pos is None:
             raise EntryNotFound(f"no entry {entry_id} in {self.path}")
         return pos

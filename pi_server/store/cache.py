@@ -24,7 +24,9 @@ from pi_server.store.state import atomic_write
 if TYPE_CHECKING:  # imported where used: a listing from the listing cache needs no index
     from pi_server.store.index import SessionIndex
 
-FORMAT = 5  # 2: entry line numbers; 3: a fingerprint of the indexed prefix; 4: 32-bit arrays; 5: device, head
+# 2: entry line numbers; 3: a fingerprint of the indexed prefix; 4: 32-bit arrays; 5: device, head;
+# 6: types and roles as codes, parents as positions, call ids apart, the saved view
+FORMAT = 6
 HEAD = 4096  # bytes at the start of the file whose digest the cache keeps
 # the per-session caches kept (bytes of index/ in all): beyond it the least recently written go first
 MAX_CACHE_BYTES = 512 << 20
@@ -32,10 +34,6 @@ _PRUNE_EVERY = 32  # saves between two measures of the folder
 _ARRAYS = ("offsets", "lengths", "lines", "anc_model", "anc_thinking", "anc_compaction")
 _PLAIN = (
     "ids",
-    "parents",
-    "types",
-    "roles",
-    "call_pos",
     "message_count",
     "first_message",
     "last_activity_ms",
@@ -73,7 +71,8 @@ class IndexCache:
 
     # ---------------------------------------------------------------- per-session index
 
-    def save(self, idx: SessionIndex) -> None:
+    def save(self, idx: SessionIndex, view: dict[str, bytes] | None = None) -> None:
+        """Write the index (`view`: what the layers above keep with it, tree/saved.py)."""
         if idx.header is None:
             return
         fp = fingerprint(idx.path)
@@ -95,6 +94,9 @@ class IndexCache:
             rec[name] = getattr(idx, name)
         for name in _ARRAYS:
             rec[name] = getattr(idx, name).tobytes()
+        rec.update(_pack_columns(idx))
+        if view is not None:
+            rec["view"] = view
         rec["flags"] = bytes(idx.flags)
         rec["labels"] = {k: list(v) for k, v in idx.labels.items()}
         rec["tool_dups"] = idx.tool_dups
@@ -175,7 +177,7 @@ class IndexCache:
             arr.frombytes(rec[name])
             setattr(idx, name, arr)
         n = len(idx.ids)
-        if any(len(getattr(idx, a)) != n for a in ("parents", "types", "roles", *_ARRAYS)) or len(rec["flags"]) != n:
+        if any(len(getattr(idx, a)) != n for a in _ARRAYS) or len(rec["flags"]) != n or not _unpack_columns(idx, rec):
             return None
         idx.flags = bytearray(rec["flags"])
         idx.labels = {k: (v[0], v[1]) for k, v in rec["labels"].items()}
@@ -184,9 +186,10 @@ class IndexCache:
         idx.header = Header(**rec["header"])
         idx._header_bytes = rec["header_bytes"]
         idx._v1_by_ordinal = {int(k): v for k, v in rec["v1_by_ordinal"].items()}
-        idx.by_id = {eid: pos for pos, eid in enumerate(idx.ids)}
         idx.generation = 1
         idx.refresh()  # only the bytes appended since (all of it if the indexed prefix changed)
+        if idx.generation == 1 and isinstance(rec.get("view"), dict):
+            idx.saved_view = rec["view"]  # the file is as it was saved: so are its tree and view
         return idx
 
     # ---------------------------------------------------------------- listing
@@ -237,3 +240,69 @@ class IndexCache:
         except (OSError, ValueError, msgspec.EncodeError):
             pass
 
+
+# ---------------------------------------------------------------- columns
+# The index's string columns are where a restore spends its time: 100,000 ids, as many
+# parents, types and roles, tens of thousands of tool call ids, and a map from id to
+# position. Types and roles are a few distinct strings: kept as codes into a table (each
+# string once in memory too). Parents are kept as positions where every parent is an
+# entry's id. The map from id to position and the call ids are built on first use (the
+# first window after a restart needs neither: SessionIndex.position, tree/saved.py).
+
+
+def _codes(values: list[Any]) -> tuple[list[Any], bytes]:
+    table: dict[Any, int] = {}
+    codes = bytes(table.setdefault(v, len(table)) for v in values) if len(set(values)) <= 256 else None
+    if codes is None:  # more than 256 distinct: the column as it is
+        return list(values), b""
+    return list(table), codes
+
+
+def _pack_columns(idx: SessionIndex) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in ("types", "roles"):
+        table, codes = _codes(getattr(idx, name))
+        out[name] = {"table": table, "codes": codes}
+    get = idx.by_id.get
+    ppos = [-1 if p is None else get(p, -2) for p in idx.parents]
+    if -2 in ppos:  # a parent that is no entry's id: kept as it is
+        out["parents"] = {"ids": idx.parents}
+    else:  # shifted by one: 0 is None
+        out["parents"] = {"positions": array("I", [p + 1 for p in ppos]).tobytes()}
+    out["call_pos"] = pack(idx.call_pos)
+    return out
+
+
+def _unpack_columns(idx: SessionIndex, rec: dict[str, Any]) -> bool:
+    """Set the columns of `_pack_columns` (the map from id to position and the call ids to be
+    built on first use); False when they do not fit the index."""
+    from pi_server.store.decode import canon
+
+    ids = idx.ids
+    n = len(ids)
+    for name in ("types", "roles"):
+        table, codes = rec[name]["table"], rec[name]["codes"]
+        if not codes:
+            column = table
+        elif len(codes) != n or codes.translate(None, bytes(range(len(table)))):  # a code past the table
+            return False
+        else:
+            shared = [canon(v) for v in table]  # the strings every index shares
+            column = list(map(shared.__getitem__, codes))
+        if len(column) != n:
+            return False
+        setattr(idx, name, column)
+    parents = rec["parents"]
+    if "ids" in parents:
+        idx.parents = parents["ids"]
+    else:
+        ppos = array("I")
+        ppos.frombytes(parents["positions"])
+        idx.parents = list(map([None, *ids].__getitem__, ppos))  # IndexError: not this index's
+    if len(idx.parents) != n:
+        return False
+    call_pos = rec["call_pos"]
+    del idx.by_id, idx.call_pos
+    idx._lazy["by_id"] = lambda: dict(zip(ids, range(len(ids)), strict=True))  # a duplicate id: its last entry
+    idx._lazy["call_pos"] = lambda: unpack(call_pos)
+    return True

@@ -34,6 +34,7 @@ from pi_server.store.decode import (
     no_gc,
     synth_id,
 )
+from pi_server.store.lazy import LazyColumns
 from pi_server.store.reading import EntryReader
 from pi_server.store.records import (
     COMPACTION,
@@ -53,7 +54,7 @@ __all__ = ["CURRENT_VERSION", "F_ASSISTANT_TEXT", "F_ERRORISH", "NotASession", "
 
 
 @dataclass
-class SessionIndex(EntryReader, BatchIndexer):
+class SessionIndex(EntryReader, BatchIndexer, LazyColumns):
     """Index of one session file. Call `refresh()` to (re)read it."""
 
     path: str
@@ -99,6 +100,11 @@ class SessionIndex(EntryReader, BatchIndexer):
     _tail_hash: bytes = b""  # fingerprint of the indexed prefix's last bytes
     _v1_by_ordinal: dict[int, int] = field(default_factory=dict)
     _dup_seen: bool = False  # store/batch.py: check ids before adding them
+    # an index restored from the cache builds these columns on first use (store/cache.py)
+    _lazy: dict[str, Any] = field(default_factory=dict)
+    # the tree and default view saved with the index (tree/saved.py): set by the cache only
+    # while the file is unchanged, taken by the first outline
+    saved_view: dict[str, bytes] | None = None
 
     @classmethod
     def open(cls, path: str, roots: tuple[str, ...] = ()) -> SessionIndex:

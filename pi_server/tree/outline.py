@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from pi_server.store.records import F_ASSISTANT_TEXT, F_ERRORISH
 from pi_server.tree import titles
 from pi_server.tree.paths import Tree, build_tree
 from pi_server.tree.rowtitles import RowTitles, read_for_titles
+from pi_server.tree.saved import DEFAULT_VIEW, TITLED_ROWS, pack_view, unpack_view
 from pi_server.tree.walk import ByPosition, Column, VisibleTree, Walker, active_first
 
 FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
@@ -74,6 +76,7 @@ class Layout:
     kids: ByPosition  # visible children per position
     vparent: ByPosition  # visible parent per position (-1: root; meaningful for visible entries)
     multiple_roots: bool
+    vis: bytearray  # a byte per entry: visible in this layout
     walker: Walker | None = None
     _gjson: dict[int, list[dict[str, Any]]] | None = None
 
@@ -100,11 +103,33 @@ class Outline:
         self.idx = idx
         self._gen = -1
         self._tree: Tree | None = None
-        self._flat: OrderedDict[Any, tuple[list[int], bytearray]] = OrderedDict()
+        self._flat: OrderedDict[Any, tuple[Sequence[int], bytearray]] = OrderedDict()
         self._layouts: OrderedDict[Any, Layout] = OrderedDict()
         self._search: list[str] | None = None
-        self._rank: tuple[list[int], dict[int, int]] | None = None
+        self._rank: tuple[Sequence[int], dict[int, int]] | None = None
         self.titles = RowTitles(idx)
+        if idx.saved_view is not None:
+            self._seed(idx.saved_view)
+            idx.saved_view = None  # held here from now on
+
+    def saved_view(self, leaf: int | None) -> dict[str, bytes]:
+        """The tree and the default view at `leaf` (laid out if not yet), packed for the index cache."""
+        lay = self.layout(leaf, *DEFAULT_VIEW, rows=0)
+        order, active = self.flat(leaf)
+        first = list(lay.rows[:TITLED_ROWS])
+        self.titles.rows(first, lambda call: self.definer(call, order))
+        titled = self.titles.cached(first)  # those whose title follows no tree order
+        return pack_view(self.tree, leaf, order, active, lay, titled)
+
+    def _seed(self, view: dict[str, bytes]) -> None:
+        """Take the tree and default view saved with an unchanged index (tree/saved.py)."""
+        got = unpack_view(view, len(self.idx))
+        if got is None:
+            return
+        self._gen, self._tree = self.idx.generation, got.tree
+        self._flat[got.leaf] = (got.order, got.active)
+        self._layouts[(got.leaf, *DEFAULT_VIEW)] = _compute_layout(got.tree, got.active, got.rows, got.vis)
+        self.titles.seed(got.titles)
 
     def _check(self) -> None:
         if self._gen != self.idx.generation:
@@ -134,7 +159,7 @@ class Outline:
             cur = tree.parent[cur]
         return out
 
-    def flat(self, leaf: int | None) -> tuple[list[int], bytearray]:
+    def flat(self, leaf: int | None) -> tuple[Sequence[int], bytearray]:
         """Pre-order of the whole tree, the branch holding the leaf first."""
         tree = self.tree
         hit = self._flat.get(leaf)
@@ -173,7 +198,7 @@ class Outline:
             self._search = [titles.search_text(e, idx.label_of(idx.ids[p])).lower() for p, e in enumerate(entries)]
         return self._search
 
-    def _definer(self, call: str, order: list[int]) -> int:
+    def definer(self, call: str, order: Sequence[int]) -> int:
         """The assistant entry whose call pi shows: the last one in tree order."""
         idx = self.idx
         dups = idx.tool_dups.get(call)
@@ -203,7 +228,7 @@ class Outline:
         lay.upto(len(lay.rows) if rows is None else rows)
         return lay
 
-    def _visible(self, order: list[int], leaf: int | None, filt: str, search: str, folded: frozenset[str]) -> list[int]:
+    def _visible(self, order: Sequence[int], leaf: int | None, filt: str, search: str, folded: frozenset[str]) -> list[int]:
         idx = self.idx
         types, roles, flags, ids = idx.types, idx.roles, idx.flags, idx.ids
         tokens = js_split_ws(search.lower()) if search else []
@@ -227,7 +252,7 @@ class Outline:
                 out = [pos for pos in out if ids[pos] not in skip]
         return out
 
-    def _filtered(self, order: list[int], leaf: int | None, filt: str, tokens: list[str]) -> list[int]:
+    def _filtered(self, order: Sequence[int], leaf: int | None, filt: str, tokens: list[str]) -> list[int]:
         idx = self.idx
         types, roles, flags, ids = idx.types, idx.roles, idx.flags, idx.ids
         labels = idx.labels
@@ -261,19 +286,21 @@ class Outline:
         return out
 
 
-def _compute_layout(tree: Tree, active: bytearray, visible: list[int]) -> Layout:
+def _compute_layout(tree: Tree, active: bytearray, visible: Sequence[int], vis: bytearray | None = None) -> Layout:
     """The layout of the visible entries (in the order of `flat`); their visible parents
-    and children, and the rows' drawing, are found as rows are read (tree/walk.py)."""
-    vis = bytearray(len(tree.parent))
-    for pos in visible:
-        vis[pos] = 1
+    and children, and the rows' drawing, are found as rows are read (tree/walk.py).
+    `vis`: their mask, when known (tree/saved.py)."""
+    if vis is None:
+        vis = bytearray(len(tree.parent))
+        for pos in visible:
+            vis[pos] = 1
     vt = VisibleTree(tree, active, vis)
     vroots = vt.below(active_first(tree.roots, active))  # in `flat`'s order
     nodes = Gutters([], [], [], [])
     walker = Walker(nodes, vt, vroots, len(visible))
     indent, connectors, gutters = (Column(c, walker.upto) for c in walker.columns)
     return Layout(
-        rows=array("l", visible),
+        rows=visible if isinstance(visible, array) else array("l", visible),
         indent=indent,
         connectors=connectors,
         gutters=gutters,
@@ -281,6 +308,7 @@ def _compute_layout(tree: Tree, active: bytearray, visible: list[int]) -> Layout
         kids=ByPosition(vt.kids),
         vparent=ByPosition(vt.vparent),
         multiple_roots=len(vroots) > 1,
+        vis=vis,
         walker=walker,
     )
 
@@ -298,7 +326,7 @@ def get_tree(
     """The `pi/getTree` result for a window of rows. `shared_gutters`: rows name their
     innermost gutter in the window's `gutterNodes` instead of carrying the list."""
     idx = outline.idx
-    leaf = idx.by_id.get(leaf_id) if leaf_id is not None else None
+    leaf = idx.position(leaf_id) if leaf_id is not None else None
     fset = frozenset(folded)
     lay = outline.layout(leaf, filt, search or "", fset, rows=0)  # rows laid out as the window reads them
     total = len(lay.rows)
@@ -307,7 +335,7 @@ def get_tree(
     window = _within_budget(lay, offset, end) if not shared_gutters else range(offset, end)
     positions = [lay.rows[r] for r in window]
     order, active = outline.flat(leaf)
-    texts = outline.titles.rows(positions, lambda call: outline._definer(call, order))
+    texts = outline.titles.rows(positions, lambda call: outline.definer(call, order))
     nodes = _SharedGutters(lay.nodes) if shared_gutters else None
     ids, parents, types, roles, labels = idx.ids, idx.parents, idx.types, idx.roles, idx.labels
     kids, vparent, indent, conns, gnode = lay.kids, lay.vparent, lay.indent, lay.connectors, lay.gutters

@@ -153,6 +153,19 @@ class RowTitles:
             got.update(self._read(missing, definer))
         return [got[p] for p in positions]
 
+    def cached(self, positions: list[int]) -> dict[int, tuple[str, Any]]:
+        """The rows among `positions` known for the index as it is (tree/saved.py keeps them)."""
+        if self._gen != self.idx.generation:
+            return {}
+        return {p: hit for p in positions if (hit := self._cache.get(p)) is not None}
+
+    def seed(self, rows: dict[int, tuple[str, Any]]) -> None:
+        """Rows known for the index as it is (kept by tree/saved.py with this generation's view)."""
+        if self._gen != self.idx.generation:
+            self._gen = self.idx.generation
+            self._cache.clear()
+        self._cache.update(rows)
+
     def _read(self, positions: list[int], definer: Any) -> dict[int, tuple[str, Any]]:
         idx = self.idx
         # a tool result's call is almost always its parent's: read those lines in the same pass
