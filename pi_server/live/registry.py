@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the rest is imported where used: a listing from the cache n
     from pi_server.live.queue import Written
     from pi_server.live.session import LiveSession, Refreshed
     from pi_server.store.index import SessionIndex
+    from pi_server.tree.outline import Outline
 
 log = logging.getLogger("pi_server")
 STEP_S = 0.01  # longest run of a stepped call before other requests get the worker
@@ -201,14 +202,31 @@ class Registry:
                 self.cache.remember_info(path, facts["fp"], facts["info"])
                 self.evicted[path] = facts["entries"]
 
-    def _adopt(self, path: str, idx: SessionIndex, from_cache: bool) -> LiveSession:
+    def adopt_loaded(self, path: str, idx: SessionIndex, outline: Outline, saved: bool) -> None:
+        """Serve an index read off the core worker (server/offcore.py), with its outline, unless
+        one was read meanwhile; what was appended since it was read is read now (a small step).
+        `saved`: the index cache holds it as it was read."""
+        if path in self.sessions:
+            return
+        self.building.pop(path, None)
+        generation = idx.generation
+        fp = fingerprint(path)
+        if fp is None or fp["size"] != idx.size:
+            idx.refresh()
+        self._adopt(path, idx, True, outline, generation if saved else -1)
+
+    def _adopt(
+        self, path: str, idx: SessionIndex, from_cache: bool, outline: Outline | None = None, saved: int | None = None
+    ) -> LiveSession:
         from pi_server.live.session import LiveSession
         from pi_server.tree.outline import Outline
 
         leaf, explicit = kept_leaf(idx, self.state.leaf(path))
-        live = LiveSession(idx, Outline(idx), leaf, explicit, from_cache=from_cache)
+        live = LiveSession(idx, outline or Outline(idx), leaf, explicit, from_cache=from_cache)
         self.sessions[path] = live
-        if not from_cache or idx.generation > 1:
+        if saved is not None:  # read off the worker, and saved there when it had to be
+            live.saved_generation = saved
+        elif not from_cache or idx.generation > 1:
             self.save_index(live)
         else:
             live.saved_generation = idx.generation

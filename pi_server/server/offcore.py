@@ -11,6 +11,7 @@ Long calls run one at a time among themselves.
 from __future__ import annotations
 
 import asyncio
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +19,12 @@ from pi_server.live.errors import EntryNotFound, SessionNotFound
 from pi_server.server import errors, wire
 
 if TYPE_CHECKING:
+    from pi_server.live.registry import Registry
     from pi_server.store.index import SessionIndex
+    from pi_server.tree.outline import Outline
 
 LONG_ENTRIES = 100_000  # sessions at least this large are read off the core worker
+LONG_BYTES = 16 << 20  # a file not indexed yet this large is indexed off the core worker
 _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-long")
 
 
@@ -58,3 +62,67 @@ async def run(fn: Any, *args: Any) -> Any:
         raise errors.SessionNotFound(str(e)) from None
     except EntryNotFound as e:
         raise errors.EntryNotFound(str(e)) from None
+
+
+def _load(state_root: str, roots: tuple[str, ...], path: str) -> tuple[SessionIndex, Outline]:
+    """The session's index (cached, else read and cached), its tree and the default view at its
+    last entry, for the core worker to adopt: seconds of work for a million entries."""
+    from pi_server.store.cache import IndexCache
+    from pi_server.store.index import NotASession, SessionIndex
+    from pi_server.tree.outline import Outline
+
+    cache = IndexCache(state_root)
+    idx = cache.load(path, roots)
+    if idx is None or idx.generation != 1:  # not cached as it is now: cached here, not by the core worker
+        if idx is None:
+            try:
+                idx = SessionIndex.open(path, roots)
+            except (NotASession, OSError) as e:
+                raise SessionNotFound(f"cannot read {path}: {e}") from None
+        cache.save(idx)
+    outline = Outline(idx)
+    last = idx.by_id.get(idx.last_id) if idx.last_id is not None else None
+    outline.layout(last, "default", "", frozenset(), rows=0)
+    return idx, outline
+
+
+def _large(registry: Registry, path: str) -> bool:
+    """A session not in memory whose reading would hold the core worker."""
+    if path in registry.sessions:
+        return False
+    if registry.evicted.get(path, 0) >= LONG_ENTRIES:
+        return True
+    try:
+        return os.stat(path).st_size >= LONG_BYTES
+    except (OSError, ValueError):
+        return False  # the request itself reports it
+
+
+_loading: dict[str, asyncio.Future] = {}  # path -> its read in progress, shared by every request on it
+
+
+async def preload(core: Any, registry: Registry, session: str) -> None:
+    """Before a request on `session` (a path as the client gave it) runs on the core worker
+    `core`: a large session not in memory is read here and adopted, so the request finds it.
+    Any failure is left to the request to report."""
+    path = os.path.abspath(os.path.expanduser(session)) if "\x00" not in session else ""
+    if not path or not _large(registry, path):
+        return
+    running = _loading.get(path)
+    if running is None:
+        running = _loading[path] = asyncio.ensure_future(_preload(core, registry, path))
+        running.add_done_callback(lambda _f: _loading.pop(path, None))
+    await asyncio.shield(running)
+
+
+async def _preload(core: Any, registry: Registry, path: str) -> None:
+    try:
+        idx, outline = await asyncio.get_running_loop().run_in_executor(
+            _pool, _load, str(registry.state.root), tuple(registry.roots), path
+        )
+    except Exception:  # not a session, outside the roots, gone: the request says which
+        return
+    try:
+        await core(registry.adopt_loaded, path, idx, outline, True)
+    except Exception:
+        return

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from pi_server.jsutil import non_finite_at
-from pi_server.server import errors, wire
+from pi_server.server import errors, offcore, wire
 from pi_server.server.params import Params
 from pi_server.store.names import from_wire
 
@@ -69,7 +69,11 @@ def _guarded(fn: Handler, model: type[Params]) -> Handler:
             raise errors.InvalidParams("not initialized with a valid token")
         if ls.registry is None:
             raise errors.Internal("server not initialized")
-        result = await fn(ls, parse(model, raw))
+        p = parse(model, raw)
+        session = getattr(p, "session", None)
+        if isinstance(session, str):  # a large session not in memory: read off the core worker first
+            await offcore.preload(ls.core, ls.registry, session)
+        result = await fn(ls, p)
         return wire.encode(result)  # once, to bytes (see wire.py)
 
     handler.__doc__ = fn.__doc__

@@ -12,7 +12,7 @@ from lsprotocol import types as lsp
 
 from pi_server.live.registry import STEP_S
 from pi_server.live.session import LiveSession
-from pi_server.server import errors, wire
+from pi_server.server import errors, offcore, wire
 from pi_server.server.base import PiServer
 from pi_server.server.rpc import lsp_feature
 from pi_server.store import entry_types as et
@@ -67,6 +67,7 @@ async def _live_for(ls: PiServer, uri: str) -> LiveSession | None:
     if ls.registry is None or path is None or path.startswith("file:") or not path.endswith(".jsonl"):
         return None
     try:
+        await offcore.preload(ls.core, ls.registry, path)
         return await ls.core(ls.registry.get, path)
     except errors.PiError:
         return None

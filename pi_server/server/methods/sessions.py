@@ -20,14 +20,27 @@ async def list_sessions(ls: Host, p: params.ListSessions) -> Any:
 @pi_method("pi/getTree", params.GetTree)
 async def get_tree_rows(ls: Host, p: params.GetTree) -> Any:
     """pi's /tree rows for a filter and search, windowed by offset/limit."""
-    from pi_server.tree.outline import get_tree
+    from pi_server.live.registry import STEP_S
+    from pi_server.tree.outline import get_tree, get_tree_steps
 
     def run() -> Any:
         live = ls.registry.get(p.session)
         leaf, _ = live.read_at(p.leafId)
+        if len(live.index) >= offcore.LONG_ENTRIES:  # rows laid out in steps: see get_tree_steps
+            return live, leaf
         return get_tree(live.outline, leaf, p.filter, p.search or "", p.folded, p.offset, p.limit, p.sharedGutters)
 
-    return await ls.core(run)
+    got = await ls.core(run)
+    if type(got) is not tuple:
+        return got
+
+    live, leaf = got
+
+    def steps() -> Any:
+        args = (p.filter, p.search or "", p.folded, p.offset, p.limit, p.sharedGutters)
+        return (yield from get_tree_steps(live.outline, leaf, *args, step_s=STEP_S))
+
+    return await ls.core_steps(steps)
 
 
 @pi_method("pi/getEntry", params.GetEntry)
