@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from pi_server.live.errors import EntryNotFound, SessionNotFound
@@ -64,7 +66,7 @@ async def run(fn: Any, *args: Any) -> Any:
         raise errors.EntryNotFound(str(e)) from None
 
 
-def _load(state_root: str, roots: tuple[str, ...], path: str) -> tuple[SessionIndex, Outline]:
+def _load(state_root: str, roots: tuple[str, ...], path: str) -> tuple[SessionIndex, Outline, bool]:
     """The session's index (cached, else read and cached), its tree and the default view at its
     last entry, for the core worker to adopt: seconds of work for a million entries."""
     from pi_server.store.cache import IndexCache
@@ -73,6 +75,7 @@ def _load(state_root: str, roots: tuple[str, ...], path: str) -> tuple[SessionIn
 
     cache = IndexCache(state_root)
     idx = cache.load(path, roots)
+    from_cache = idx is not None
     if idx is None or idx.generation != 1:  # not cached as it is now: cached here, not by the core worker
         if idx is None:
             try:
@@ -83,13 +86,14 @@ def _load(state_root: str, roots: tuple[str, ...], path: str) -> tuple[SessionIn
     outline = Outline(idx)
     last = idx.by_id.get(idx.last_id) if idx.last_id is not None else None
     outline.layout(last, "default", "", frozenset(), rows=0)
-    return idx, outline
+    return idx, outline, from_cache
 
 
 def _large(registry: Registry, path: str) -> bool:
-    """A session not in memory whose reading would hold the core worker."""
-    if path in registry.sessions:
-        return False
+    """A session whose reading would hold the core worker (in memory or not)."""
+    live = registry.sessions.get(path)
+    if live is not None:
+        return len(live.index) >= LONG_ENTRIES
     if registry.evicted.get(path, 0) >= LONG_ENTRIES:
         return True
     try:
@@ -101,28 +105,44 @@ def _large(registry: Registry, path: str) -> bool:
 _loading: dict[str, asyncio.Future] = {}  # path -> its read in progress, shared by every request on it
 
 
-async def preload(core: Any, registry: Registry, session: str) -> None:
-    """Before a request on `session` (a path as the client gave it) runs on the core worker
-    `core`: a large session not in memory is read here and adopted, so the request finds it.
-    Any failure is left to the request to report."""
-    path = os.path.abspath(os.path.expanduser(session)) if "\x00" not in session else ""
-    if not path or not _large(registry, path):
-        return
+async def load(registry: Registry, path: str) -> tuple[SessionIndex, Outline, bool] | None:
+    """`registry.adopt_loaded`'s arguments after `path`, read on the long-call thread; None when
+    the file cannot be read (the request that needs it reports why)."""
     running = _loading.get(path)
     if running is None:
-        running = _loading[path] = asyncio.ensure_future(_preload(core, registry, path))
+        loop = asyncio.get_running_loop()
+        running = loop.run_in_executor(_pool, _load, str(registry.state.root), tuple(registry.roots), path)
+        _loading[path] = running
         running.add_done_callback(lambda _f: _loading.pop(path, None))
-    await asyncio.shield(running)
+    try:
+        return await asyncio.shield(running)
+    except Exception:  # not a session, outside the roots, gone
+        return None
 
 
-async def _preload(core: Any, registry: Registry, path: str) -> None:
+@asynccontextmanager
+async def held(ls: Any, session: str) -> AsyncIterator[None]:
+    """Around a request on `session` (a path as the client gave it): a large session is kept in
+    memory while the request runs (the memory budget would drop it whenever another session is
+    read), and one not in memory is read off the core worker first, so the request finds it."""
+    registry = ls.registry
+    path = os.path.abspath(os.path.expanduser(session)) if "\x00" not in session else ""
+    pinned = bool(path) and _large(registry, path) and await _pin(ls, registry, path)
     try:
-        idx, outline = await asyncio.get_running_loop().run_in_executor(
-            _pool, _load, str(registry.state.root), tuple(registry.roots), path
-        )
-    except Exception:  # not a session, outside the roots, gone: the request says which
-        return
+        yield
+    finally:
+        if pinned:
+            ls.worker.submit(registry.unpin, path)  # not awaited: also when the request is cancelled
+
+
+async def _pin(ls: Any, registry: Registry, path: str) -> bool:
     try:
-        await core(registry.adopt_loaded, path, idx, outline, True)
-    except Exception:
-        return
+        if await ls.core(registry.pin, path):
+            return True
+        loaded = await load(registry, path)
+        if loaded is None:
+            return False
+        await ls.core(registry.adopt_loaded, path, *loaded, True)
+        return True
+    except Exception:  # left to the request to report
+        return False

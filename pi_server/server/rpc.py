@@ -71,9 +71,10 @@ def _guarded(fn: Handler, model: type[Params]) -> Handler:
             raise errors.Internal("server not initialized")
         p = parse(model, raw)
         session = getattr(p, "session", None)
-        if isinstance(session, str):  # a large session not in memory: read off the core worker first
-            await offcore.preload(ls.core, ls.registry, session)
-        result = await fn(ls, p)
+        if not isinstance(session, str):
+            return wire.encode(await fn(ls, p))  # once, to bytes (see wire.py)
+        async with offcore.held(ls, session):  # a large session: read off the core worker, kept meanwhile
+            result = await fn(ls, p)
         return wire.encode(result)  # once, to bytes (see wire.py)
 
     handler.__doc__ = fn.__doc__
