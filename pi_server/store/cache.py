@@ -24,17 +24,18 @@ from pi_server.store.state import atomic_write
 if TYPE_CHECKING:  # imported where used: a listing from the listing cache needs no index
     from pi_server.store.index import SessionIndex
 
-FORMAT = 5  # 2: entry line numbers; 3: a fingerprint of the indexed prefix; 4: 32-bit arrays; 5: device, head
+FORMAT = 6  # 2: entry line numbers; 3: a fingerprint of the indexed prefix; 4: 32-bit arrays; 5: device, head;
+# 6: per-entry lists in packed chunks
 HEAD = 4096  # bytes at the start of the file whose digest the cache keeps
 # the per-session caches kept (bytes of index/ in all): beyond it the least recently written go first
 MAX_CACHE_BYTES = 512 << 20
 _PRUNE_EVERY = 32  # saves between two measures of the folder
 _ARRAYS = ("offsets", "lengths", "lines", "anc_model", "anc_thinking", "anc_compaction")
+# per-entry lists, packed in chunks of CHUNK entries: decoding a million strings at once held the
+# interpreter lock 0.6 s (every other thread of the server waited); a chunk at a time lets them in
+_LISTS = ("ids", "parents", "types", "roles")
+CHUNK = 32_768
 _PLAIN = (
-    "ids",
-    "parents",
-    "types",
-    "roles",
     "call_pos",
     "message_count",
     "first_message",
@@ -58,6 +59,20 @@ def fingerprint(path: str, entry: os.DirEntry[str] | None = None) -> dict[str, i
 def head_hash(fd: int, size: int) -> bytes:
     """A digest of the file's first bytes (at most `HEAD`, never past `size`)."""
     return hashlib.blake2b(os.pread(fd, min(size, HEAD), 0), digest_size=16).digest()
+
+
+def _unchunk(chunks: list[bytes], shared: bool) -> list[Any]:
+    """A per-entry list from its packed chunks (`shared`: a few distinct values, one object each)."""
+    out: list[Any] = []
+    for chunk in chunks:
+        values = unpack(chunk)
+        if not isinstance(values, list):
+            raise ValueError("not a list")
+        out += values
+    if shared:  # 'message' once, not a million times: tens of megabytes less
+        seen: dict[Any, Any] = {}
+        out = [seen.setdefault(v, v) for v in out]
+    return out
 
 
 class IndexCache:
@@ -93,6 +108,9 @@ class IndexCache:
         rec["head"] = head
         for name in _PLAIN + _PRIVATE:
             rec[name] = getattr(idx, name)
+        for name in _LISTS:
+            values = getattr(idx, name)
+            rec[name] = [pack(values[i : i + CHUNK]) for i in range(0, len(values), CHUNK)]
         for name in _ARRAYS:
             rec[name] = getattr(idx, name).tobytes()
         rec["flags"] = bytes(idx.flags)
@@ -170,6 +188,8 @@ class IndexCache:
         idx = SessionIndex(path, roots=roots)
         for name in _PLAIN + _PRIVATE:
             setattr(idx, name, rec[name])
+        for name in _LISTS:
+            setattr(idx, name, _unchunk(rec[name], name in ("types", "roles")))
         for name in _ARRAYS:
             arr = array(getattr(idx, name).typecode)
             arr.frombytes(rec[name])
