@@ -121,3 +121,28 @@ def test_context_and_compaction_of_a_large_chain_leave_the_worker_to_others(tmp_
         assert not held, held
     finally:
         srv.close()
+
+
+def test_a_large_session_dropped_from_memory_is_read_again_off_the_worker(tmp_path: Path) -> None:
+    """A 300,000-entry chain above the memory budget is dropped whenever the small session is
+    read, so each request on it reads it again (its index, its tree, the rows down to a deep
+    window): that reading runs off the core worker, and the deep window's rows are laid out in
+    steps, so the small session's requests never wait seconds behind it."""
+    folder = tmp_path / "tcp-sessions" / "--x--"
+    folder.mkdir(parents=True)
+    big, small = folder / "big.jsonl", folder / "small.jsonl"
+    _chain(big, 300_000)
+    _chain(small, 20)
+    srv = Server(tmp_path, extra=["--max-live-entries", "1000"])
+    try:
+        for offset in (0, 150_000, 290_000):
+            window = {"session": str(big), "offset": offset, "limit": 50}
+            reply, took, waits = _while_running(srv, big, small, "pi/getTree", window)
+            rows = reply["result"]["rows"]
+            assert reply["result"]["total"] == 300_000 and len(rows) == 50, reply["result"]["total"]
+            assert rows[0]["id"] == f"{offset:08x}"  # a chain: one row per entry, from the root
+            assert waits and max(waits) < SMALL_BOUND, (offset, took, waits)
+        held = [ln for ln in srv.log.read_text().splitlines() if "core call" in ln and " took " in ln]
+        assert not held, held
+    finally:
+        srv.close()

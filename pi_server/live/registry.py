@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the rest is imported where used: a listing from the cache n
     from pi_server.live.queue import Written
     from pi_server.live.session import LiveSession, Refreshed
     from pi_server.store.index import SessionIndex
+    from pi_server.tree.outline import Outline
 
 log = logging.getLogger("pi_server")
 STEP_S = 0.01  # longest run of a stepped call before other requests get the worker
@@ -51,6 +52,7 @@ class Registry:
     evicted: dict[str, int] = field(default_factory=dict)  # path -> entry count when dropped
     building: dict[str, SessionIndex] = field(default_factory=dict)  # background indexing in progress
     turns: dict[str, Any] = field(default_factory=dict)  # session path -> the server's own running turn
+    pinned: dict[str, int] = field(default_factory=dict)  # path -> requests in progress that keep it in memory
     # left out of listings until they change: path -> fingerprint (not a session, or killed a worker)
     skipped: dict[str, dict[str, int]] = field(default_factory=dict)
     _dirs: dict[str, str] = field(default_factory=dict)  # folders' real paths during one listing
@@ -201,18 +203,48 @@ class Registry:
                 self.cache.remember_info(path, facts["fp"], facts["info"])
                 self.evicted[path] = facts["entries"]
 
-    def _adopt(self, path: str, idx: SessionIndex, from_cache: bool) -> LiveSession:
+    def adopt_loaded(
+        self, path: str, idx: SessionIndex, outline: Outline, from_cache: bool, pin: bool = False
+    ) -> LiveSession:
+        """Serve an index read (and cached) off the core worker (server/offcore.py) with its outline, unless one was
+        read meanwhile; what was appended since is read now (a small step). `pin`: kept in memory until `unpin`."""
+        live = self.sessions.get(path)
+        if live is None:
+            self.building.pop(path, None)
+            generation, fp = idx.generation, fingerprint(path)
+            if fp is None or fp["size"] != idx.size:
+                idx.refresh()
+            live = self._adopt(path, idx, from_cache, outline, generation)
+        if pin:
+            self.pinned[path] = self.pinned.get(path, 0) + 1
+        return live
+
+    def pin(self, path: str) -> bool:
+        """Keep a served session in memory until `unpin` (a request on it runs); False: not in memory."""
+        if path in self.sessions:
+            self.pinned[path] = self.pinned.get(path, 0) + 1
+        return path in self.sessions
+
+    def unpin(self, path: str) -> None:
+        if self.pinned.get(path, 0) > 1:
+            self.pinned[path] -= 1
+        else:
+            self.pinned.pop(path, None)
+
+    def _adopt(
+        self, path: str, idx: SessionIndex, from_cache: bool, outline: Outline | None = None, saved: int | None = None
+    ) -> LiveSession:
         from pi_server.live.session import LiveSession
         from pi_server.tree.outline import Outline
 
         leaf, explicit = kept_leaf(idx, self.state.leaf(path))
         view_saved = idx.saved_view is not None  # taken by the outline
-        live = LiveSession(idx, Outline(idx), leaf, explicit, from_cache=from_cache, view_saved=view_saved)
+        live = LiveSession(idx, outline or Outline(idx), leaf, explicit, from_cache=from_cache, view_saved=view_saved)
         self.sessions[path] = live
-        if not from_cache or idx.generation > 1:
+        if saved is None and (not from_cache or idx.generation > 1):
             self.save_index(live)
-        else:
-            live.saved_generation = idx.generation
+        else:  # `saved`: read off the worker, and cached there when it had to be
+            live.saved_generation = idx.generation if saved is None else saved
         fp = fingerprint(path)
         if fp is not None:
             self.cache.remember_info(path, fp, {**session_info(idx), "_size": idx.size})
@@ -225,7 +257,7 @@ class Registry:
         for path in list(self.sessions):
             if total <= self.max_live_entries:
                 break
-            if path == keep or self.state.pending(path):
+            if path == keep or path in self.pinned or self.state.pending(path):
                 continue
             live = self.sessions.pop(path)
             self.save_index(live)
@@ -352,25 +384,19 @@ class Registry:
         return v if isinstance(v, dict) and "leafId" in v else None
 
     def clean_temp_files(self) -> int:
-        """Remove the temp files killed writes left (store/state.py) in the state dir and the
-        session folders (symlinked folders not followed); how many."""
-        from pi_server.store.state import SESSION_TEMP_NAME, clean_temp_files
+        """Remove the temp files killed writes left (store/state.py); how many."""
+        from pi_server.store.state import clean_all_temp_files
 
-        n = sum(clean_temp_files(d) for d in (self.state.root, self.state.root / "pending", self.cache.dir))
-        for root in self.roots:
-            for folder, _dirs, _files in os.walk(root):
-                n += clean_temp_files(folder, SESSION_TEMP_NAME)
-        if n:
-            log.info("removed %d temporary files left by interrupted writes", n)
-        return n
+        return clean_all_temp_files([self.state.root, self.state.root / "pending", self.cache.dir], self.roots)
 
     def all_files(self) -> list[str]:
         return list(iter_session_files(self.roots))
 
     # ---------------------------------------------------------------- changes on disk
 
-    def refresh(self, path: str) -> Refreshed | None:
-        """Re-read a file that changed. Appended entries move the leaf (as pi's reload would)."""
+    def refresh(self, path: str, loaded: tuple[SessionIndex, Outline, bool] | None = None) -> Refreshed | None:
+        """Re-read a file that changed. Appended entries move the leaf (as pi's reload would).
+        `loaded`: the index of a dropped session, read off the worker (`adopt_loaded`'s arguments)."""
         from pi_server.live.session import Refreshed
         from pi_server.store.records import NotASession
 
@@ -380,7 +406,7 @@ class Registry:
                 return None
             before = self.evicted.pop(path)
             try:
-                live = self.get(path)
+                live = self.get(path) if loaded is None else self.adopt_loaded(path, *loaded)
             except (SessionNotFound, OutsideRoots):
                 return Refreshed(path, [], True, None)
             if live.from_cache and len(live.index) >= before:

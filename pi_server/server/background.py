@@ -11,7 +11,7 @@ from typing import Any
 
 from watchfiles import Change, awatch
 
-from pi_server.server import bulk, errors, fulltext, notify, polling
+from pi_server.server import bulk, errors, fulltext, notify, offcore, polling
 from pi_server.server.worker import BACKGROUND
 
 log = logging.getLogger("pi_server")
@@ -99,7 +99,10 @@ async def handle_changes(ls: PiServer, changes: set[tuple[Change, str]]) -> None
                 except Exception:
                     pass
             continue
-        upd = await ls.core(reg.refresh, path)
+        loaded = None
+        if path not in reg.sessions and reg.evicted.get(path, 0) >= offcore.LONG_ENTRIES:
+            loaded = await offcore.load(reg, path)  # a large session dropped from memory: read off the worker
+        upd = await ls.core(reg.refresh, path, loaded)
         if upd is None:
             continue
         changed.append(path)

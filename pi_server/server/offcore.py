@@ -11,16 +11,23 @@ Long calls run one at a time among themselves.
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from pi_server.live.errors import EntryNotFound, SessionNotFound
 from pi_server.server import errors, wire
 
 if TYPE_CHECKING:
+    from pi_server.live.registry import Registry
     from pi_server.store.index import SessionIndex
+    from pi_server.tree.outline import Outline
 
 LONG_ENTRIES = 100_000  # sessions at least this large are read off the core worker
+LONG_BYTES = 16 << 20  # a file not indexed yet this large is indexed off the core worker
 _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-long")
 
 
@@ -50,11 +57,113 @@ def context(
     return wire.encode(context_result(idx, leaf, before_first=before_first, fmt=fmt))
 
 
+def _without_gc(fn: Any, *args: Any) -> Any:
+    """`fn(*args)` with the cyclic GC paused: a long call makes millions of objects, and each
+    full collection it triggers scans them all in one step that holds the interpreter lock
+    (0.5-0.7 s at a million entries, every other thread waiting); nothing here makes cycles."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return fn(*args)
+    finally:
+        if was:
+            gc.enable()
+
+
+def dismantle(values: list[Any]) -> None:
+    """Empty a list of millions of objects a slice at a time: freeing them in one step holds
+    the interpreter lock (0.3 s and more), every other thread waiting."""
+    while values:
+        del values[-4096:]
+
+
 async def run(fn: Any, *args: Any) -> Any:
     """`fn(*args)` on the long-call thread, core errors mapped to the contract's."""
     try:
-        return await asyncio.get_running_loop().run_in_executor(_pool, fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(_pool, _without_gc, fn, *args)
     except SessionNotFound as e:
         raise errors.SessionNotFound(str(e)) from None
     except EntryNotFound as e:
         raise errors.EntryNotFound(str(e)) from None
+
+
+def _load(state_root: str, roots: tuple[str, ...], path: str) -> tuple[SessionIndex, Outline, bool]:
+    """The session's index (cached, else read and cached), its tree and the default view at its
+    last entry, for the core worker to adopt: seconds of work for a million entries."""
+    from pi_server.store.cache import IndexCache
+    from pi_server.store.index import NotASession, SessionIndex
+    from pi_server.tree.outline import Outline
+
+    cache = IndexCache(state_root)
+    idx = cache.load(path, roots)
+    from_cache = idx is not None
+    if idx is None or idx.generation != 1:  # not cached as it is now: cached here, not by the core worker
+        if idx is None:
+            try:
+                idx = SessionIndex.open(path, roots)
+            except (NotASession, OSError) as e:
+                raise SessionNotFound(f"cannot read {path}: {e}") from None
+        cache.save(idx)
+    outline = Outline(idx)
+    last = idx.by_id.get(idx.last_id) if idx.last_id is not None else None
+    outline.layout(last, "default", "", frozenset(), rows=0)
+    return idx, outline, from_cache
+
+
+def _large(registry: Registry, path: str) -> bool:
+    """A session whose reading would hold the core worker (in memory or not)."""
+    live = registry.sessions.get(path)
+    if live is not None:
+        return len(live.index) >= LONG_ENTRIES
+    if registry.evicted.get(path, 0) >= LONG_ENTRIES:
+        return True
+    try:
+        return os.stat(path).st_size >= LONG_BYTES
+    except (OSError, ValueError):
+        return False  # the request itself reports it
+
+
+_loading: dict[str, asyncio.Future] = {}  # path -> its read in progress, shared by every request on it
+
+
+async def load(registry: Registry, path: str) -> tuple[SessionIndex, Outline, bool] | None:
+    """`registry.adopt_loaded`'s arguments after `path`, read on the long-call thread; None when
+    the file cannot be read (the request that needs it reports why)."""
+    running = _loading.get(path)
+    if running is None:
+        loop = asyncio.get_running_loop()
+        running = loop.run_in_executor(_pool, _without_gc, _load, str(registry.state.root), tuple(registry.roots), path)
+        _loading[path] = running
+        running.add_done_callback(lambda _f: _loading.pop(path, None))
+    try:
+        return await asyncio.shield(running)
+    except Exception:  # not a session, outside the roots, gone
+        return None
+
+
+@asynccontextmanager
+async def held(ls: Any, session: str) -> AsyncIterator[None]:
+    """Around a request on `session` (a path as the client gave it): a large session is kept in
+    memory while the request runs (the memory budget would drop it whenever another session is
+    read), and one not in memory is read off the core worker first, so the request finds it."""
+    registry = ls.registry
+    path = os.path.abspath(os.path.expanduser(session)) if "\x00" not in session else ""
+    pinned = bool(path) and _large(registry, path) and await _pin(ls, registry, path)
+    try:
+        yield
+    finally:
+        if pinned:
+            ls.worker.submit(registry.unpin, path)  # not awaited: also when the request is cancelled
+
+
+async def _pin(ls: Any, registry: Registry, path: str) -> bool:
+    try:
+        if await ls.core(registry.pin, path):
+            return True
+        loaded = await load(registry, path)
+        if loaded is None:
+            return False
+        await ls.core(registry.adopt_loaded, path, *loaded, True)
+        return True
+    except Exception:  # left to the request to report
+        return False

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from pi_server.jsutil import non_finite_at
-from pi_server.server import errors, wire
+from pi_server.server import errors, offcore, wire
 from pi_server.server.params import Params
 from pi_server.store.names import from_wire
 
@@ -69,7 +69,12 @@ def _guarded(fn: Handler, model: type[Params]) -> Handler:
             raise errors.InvalidParams("not initialized with a valid token")
         if ls.registry is None:
             raise errors.Internal("server not initialized")
-        result = await fn(ls, parse(model, raw))
+        p = parse(model, raw)
+        session = getattr(p, "session", None)
+        if not isinstance(session, str):
+            return wire.encode(await fn(ls, p))  # once, to bytes (see wire.py)
+        async with offcore.held(ls, session):  # a large session: read off the core worker, kept meanwhile
+            result = await fn(ls, p)
         return wire.encode(result)  # once, to bytes (see wire.py)
 
     handler.__doc__ = fn.__doc__

@@ -84,6 +84,18 @@ SESSION_TEMP_NAME = re.compile(r"\..+\.jsonl\.[a-z0-9_]{8}")  # in the session f
 SECOND_LOOK_S = 0.1  # an empty temp file may be one whose writer is about to lock it: looked at again
 
 
+def clean_all_temp_files(state_folders: list[Path], roots: tuple[str, ...]) -> int:
+    """Remove the temp files killed writes left in the state dir's folders and the session
+    folders (symlinked folders not followed); how many."""
+    n = sum(clean_temp_files(d) for d in state_folders)
+    for root in roots:
+        for folder, _dirs, _files in os.walk(root):
+            n += clean_temp_files(folder, SESSION_TEMP_NAME)
+    if n:
+        log.info("removed %d temporary files left by interrupted writes", n)
+    return n
+
+
 def clean_temp_files(folder: str | Path, name: re.Pattern[str] = TEMP_NAME) -> int:
     """Remove the temp files killed writes left in `folder` (those no writer holds);
     returns how many. Symlinks and anything but regular files are left alone."""

@@ -8,9 +8,10 @@ reads only the lines of the rows in the window.
 
 from __future__ import annotations
 
+import time
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -373,6 +374,33 @@ def get_tree(
     if nodes is not None:
         out["gutterNodes"] = nodes.table
     return out
+
+
+def get_tree_steps(
+    outline: Outline,
+    leaf_id: str | None,
+    filt: str,
+    search: str,
+    folded: list[str] | tuple[str, ...],
+    offset: int,
+    limit: int | None,
+    shared_gutters: bool,
+    step_s: float,
+) -> Generator[None, None, dict[str, Any]]:
+    """`get_tree`, with the rows before the window's end laid out first in steps of about
+    `step_s` seconds: a window deep in a million-entry tree lays out hundreds of thousands of
+    rows, and requests queued meanwhile run between the steps."""
+    leaf = outline.idx.by_id.get(leaf_id) if leaf_id is not None else None
+    lay = outline.layout(leaf, filt, search or "", frozenset(folded), rows=0)
+    end = len(lay.rows) if limit is None else min(len(lay.rows), max(0, offset) + max(0, limit))
+    done = lay.walker is None
+    while not done:
+        t0 = time.monotonic()
+        while not done and time.monotonic() - t0 < step_s:
+            done = lay.walker.ahead(end, 1024)  # type: ignore[union-attr]
+        if not done:
+            yield
+    return get_tree(outline, leaf_id, filt, search, folded, offset, limit, shared_gutters)
 
 
 class _SharedGutters:

@@ -135,6 +135,19 @@ class Walker:
             self._more = None
 
 
+    def ahead(self, end: int, rows: int) -> bool:
+        """Lay out at most `rows` more rows toward `end` (a step of a long call); True once the
+        rows before `end` are laid out."""
+        done = len(self.columns[0])
+        if self._more is None or done >= end:
+            return True
+        self._want[0] = min(end, done + rows)
+        next(self._more, None)
+        if len(self.columns[0]) >= self.total:
+            self._more = None
+        return self._more is None or len(self.columns[0]) >= end
+
+
 def walk(
     out: tuple[array, bytearray, array],
     nodes: Any,

@@ -12,7 +12,7 @@ from lsprotocol import types as lsp
 
 from pi_server.live.registry import STEP_S
 from pi_server.live.session import LiveSession
-from pi_server.server import errors, wire
+from pi_server.server import errors, offcore, wire
 from pi_server.server.base import PiServer
 from pi_server.server.rpc import lsp_feature
 from pi_server.store import entry_types as et
@@ -67,7 +67,8 @@ async def _live_for(ls: PiServer, uri: str) -> LiveSession | None:
     if ls.registry is None or path is None or path.startswith("file:") or not path.endswith(".jsonl"):
         return None
     try:
-        return await ls.core(ls.registry.get, path)
+        async with offcore.held(ls, path):  # a large session: read off the core worker
+            return await ls.core(ls.registry.get, path)
     except errors.PiError:
         return None
 
@@ -102,7 +103,8 @@ async def document_symbol(ls: PiServer, p: lsp.DocumentSymbolParams) -> list[dic
     # in steps: a hub of 50,000 children or a 10,000-symbol outline never holds the worker;
     # encoded by msgspec, as the pi/* answers are (pygls's converter took seconds on 10,000,
     # on the event loop every other request waits on)
-    return wire.encode(await ls.core_steps(partial(symbol_steps, ls.registry), live.path))
+    # (this session object, not the registry's again: a large one may have been dropped meanwhile)
+    return wire.encode(await ls.core_steps(partial(_symbols, live)))
 
 
 @lsp_feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -141,11 +143,6 @@ MAX_SYMBOL_DEPTH = 64
 # of more is not read by anyone, and its cost grows with it (20,000 symbols: ~1 s to build).
 MAX_SYMBOLS = 10_000
 SYMBOL_CHUNK = 200  # entries titled per read of the file
-
-
-def symbol_steps(registry: Any, path: str) -> Generator[None, None, list[dict[str, Any]]]:
-    """The outline of the session at `path` in steps of about STEP_S seconds, for `core_steps`."""
-    return (yield from _symbols(registry.get(path)))
 
 
 def _symbols(live: LiveSession) -> Generator[None, None, list[dict[str, Any]]]:

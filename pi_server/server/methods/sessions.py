@@ -31,7 +31,8 @@ def _with_live(info: dict[str, Any], live: dict[str, Any] | None) -> dict[str, A
 @pi_method("pi/getTree", params.GetTree)
 async def get_tree_rows(ls: Host, p: params.GetTree) -> Any:
     """pi's /tree rows for a filter and search, windowed by offset/limit."""
-    from pi_server.tree.outline import get_tree
+    from pi_server.live.registry import STEP_S
+    from pi_server.tree.outline import get_tree, get_tree_steps
 
     pi = livepi.holder(ls, p.session)
     held = dict(pi.state) if pi is not None else None
@@ -42,10 +43,22 @@ async def get_tree_rows(ls: Host, p: params.GetTree) -> Any:
         if held is not None and asked is UNSET and (held["leafId"] is None or held["leafId"] in live.index.by_id):
             asked = held["leafId"]  # pi's leaf, before the watcher's catch-up moves ours there too
         leaf, _ = live.read_at(asked)
+        if len(live.index) >= offcore.LONG_ENTRIES:  # rows laid out in steps: see get_tree_steps
+            return live, leaf
         return get_tree(live.outline, leaf, p.filter, p.search or "", p.folded, p.offset, p.limit, p.sharedGutters)
 
     got = await ls.core(run)
-    return got if held is None else {**got, "live": held}
+    if type(got) is not tuple:
+        return got if held is None else {**got, "live": held}
+
+    live, leaf = got
+
+    def steps() -> Any:
+        args = (p.filter, p.search or "", p.folded, p.offset, p.limit, p.sharedGutters)
+        return (yield from get_tree_steps(live.outline, leaf, *args, step_s=STEP_S))
+
+    tree = await ls.core_steps(steps)
+    return tree if held is None else {**tree, "live": held}
 
 
 @pi_method("pi/getEntry", params.GetEntry)

@@ -75,6 +75,15 @@ def _prepare(ls: Host, idx: SessionIndex, leaf: str) -> tuple[Any, Any, str, Sys
     """pi's prepareCompaction at `leaf`, and the system message in force there, which the
     compaction entry stores (any thread: it only reads `idx`)."""
     path = idx.read_entries(path_to(idx, idx.by_id[leaf]))
+    try:
+        return _prepare_path(ls, idx, leaf, path)
+    finally:
+        offcore.dismantle(path)  # the branch's entries: a million at a time held the lock
+
+
+def _prepare_path(
+    ls: Host, idx: SessionIndex, leaf: str, path: list[dict[str, Any]]
+) -> tuple[Any, Any, str, SystemInForce | None]:
     settings = settings_at(idx, leaf)
     model = summaries.summary_model(settings.model, ls.settings.summary.model)
     session_model = settings.model or {"provider": model.provider, "modelId": model.id}
@@ -90,7 +99,10 @@ def _prepare_private(ls: Host, state_root: str, path: str, leaf: str) -> tuple[A
     idx = offcore.private_index(state_root, path, tuple(ls.registry.roots))
     if leaf not in idx.by_id:
         raise EntryNotFound(f"no entry {leaf} in {path}")  # the file was rewritten meanwhile
-    return _prepare(ls, idx, leaf)
+    got = _prepare(ls, idx, leaf)
+    for values in (idx.ids, idx.parents, idx.types, idx.roles):
+        offcore.dismantle(values)
+    return got
 
 
 @pi_method("pi/compact", params.Compact)
@@ -126,6 +138,8 @@ async def compact(ls: Host, p: params.Compact) -> CompactResult:
         raise errors.SummaryFailed(f"compaction failed: {e}") from None
     finally:
         ls.end_progress(token)
+    if len(prep.to_summarize) >= offcore.LONG_ENTRIES:  # freed a slice at a time, not at once on the event loop
+        await offcore.run(offcore.dismantle, prep.to_summarize)
     op = ops.CompactionOp(
         summary=summary,
         firstKeptEntryId=prep.first_kept_entry_id,

@@ -1,0 +1,207 @@
+"""Long calls on a very large session against small requests on another, in one real server:
+
+    python benchmarks/long_calls.py [--entries 1000000] [--work DIR] [--runs 3] [--json]
+
+One `pi-server serve --tcp` process (a fresh state dir each run), two raw TCP clients.
+Client A runs, one after the other, on a chain of `--entries` entries: the first
+`pi/getTree` of the file (its first index), `textDocument/documentSymbol`, a `pi/getTree`
+window, `pi/buildContext`, `pi/compact` (against the loopback fake Anthropic API of the
+tests). Meanwhile client B times small requests on a 20-entry session (a 50-row `pi/getTree`
+window and `pi/listSessions`, alternately, 20 ms apart). Printed per long call: its time,
+and B's p50 / p99 / max and count; the server's RSS before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fake_anthropic import FakeAnthropic  # noqa: E402
+from tcp_peer import Peer, Server  # noqa: E402
+
+TS = "2025-01-01T00:00:00.000Z"
+
+
+def _user(eid: str, parent: str | None, text: str) -> str:
+    msg = {"role": "user", "content": text, "timestamp": 1}
+    return json.dumps({"type": "message", "id": eid, "parentId": parent, "timestamp": TS, "message": msg})
+
+
+def chain(path: Path, n: int) -> None:
+    """`n` entries in one chain: user messages, then an assistant reply (so no turn runs)."""
+    with open(path, "w") as f:
+        f.write(json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": TS, "cwd": "/x"}) + "\n")
+        prev = None
+        for i in range(n - 1):
+            eid = f"{i:08x}"
+            f.write(_user(eid, prev, f"message {i}") + "\n")
+            prev = eid
+        reply = {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "stopReason": "stop", "timestamp": 1}
+        f.write(json.dumps({"type": "message", "id": f"{n - 1:08x}", "parentId": prev, "timestamp": TS, "message": reply}))
+        f.write("\n")
+
+
+class FastPeer(Peer):
+    """A Peer that reads a large answer in linear time (the test client copies its buffer per chunk)."""
+
+    def read(self) -> dict | None:
+        buf = bytearray(self.buf)
+        while b"\r\n\r\n" not in buf:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                return None
+            buf += chunk
+        head, _, rest = bytes(buf).partition(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        body = bytearray(rest)
+        while len(body) < length:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                return None
+            body += chunk
+        self.buf = bytes(body[length:])
+        return json.loads(bytes(body[:length]))
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+class Small:
+    """Client B's small requests, timed, until stopped."""
+
+    def __init__(self, port: int, small: Path) -> None:
+        self.peer = Peer(port, timeout=120)
+        self.peer.initialize()
+        self.small = small
+        self.waits: list[float] = []
+        self.next_id = 10
+
+    def one(self) -> float:
+        i = self.next_id
+        self.next_id += 1
+        if i % 2:
+            self.peer.request(i, "pi/listSessions", {})
+        else:
+            self.peer.request(i, "pi/getTree", {"session": str(self.small), "limit": 50})
+        t0 = time.monotonic()
+        reply = self.peer.reply(i) or {}
+        took = time.monotonic() - t0
+        assert "result" in reply, reply
+        return took
+
+    def during(self, call: Any) -> tuple[Any, float, list[float]]:
+        """(call's result, its time, the small requests' times while it ran)."""
+        got: dict[str, Any] = {}
+
+        def run() -> None:
+            t0 = time.monotonic()
+            got["reply"] = call()
+            got["took"] = time.monotonic() - t0
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        waits = []
+        while thread.is_alive():
+            waits.append(self.one())
+            time.sleep(0.02)
+        thread.join()
+        return got["reply"], got["took"], waits
+
+
+def one_run(work: Path, big_src: Path, extra_env: dict[str, str]) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(dir=work))
+    folder = tmp / "tcp-sessions" / "--x--"
+    folder.mkdir(parents=True)
+    big, small = folder / "big.jsonl", folder / "small.jsonl"
+    shutil.copy(big_src, big)  # a copy: the compaction appends to it
+    chain(small, 20)
+    out: dict[str, Any] = {}
+    with FakeAnthropic() as fake:
+        env = {"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-fake", **extra_env}
+        srv = Server(tmp, env=env)
+        try:
+            a = FastPeer(srv.port, timeout=600)
+            a.initialize()
+            b = Small(srv.port, small)
+            for _ in range(20):  # warm: B's session indexed, its listing cached
+                b.one()
+            out["rssBeforeMiB"] = srv.rss_kb() / 1024
+            calls = [
+                ("first getTree (index)", "pi/getTree", {"session": str(big), "limit": 50}),
+                ("documentSymbol", "textDocument/documentSymbol", {"textDocument": {"uri": big.as_uri()}}),
+                ("getTree window", "pi/getTree", {"session": str(big), "limit": 200, "offset": 500_000}),
+                ("buildContext", "pi/buildContext", {"session": str(big)}),
+                ("compact", "pi/compact", {"session": str(big)}),
+            ]
+            peak = 0.0
+            for n, (name, method, params) in enumerate(calls):
+                rid = 100 + n
+
+                def call(rid: int = rid, method: str = method, params: dict = params) -> Any:
+                    a.request(rid, method, params)
+                    return a.reply(rid)
+
+                reply, took, waits = b.during(call)
+                assert reply is not None and "result" in reply, (name, str(reply)[:300])
+                peak = max(peak, srv.rss_kb() / 1024)
+                out[name] = {
+                    "s": round(took, 3),
+                    "n": len(waits),
+                    "p50ms": round(1000 * statistics.median(waits), 1),
+                    "p99ms": round(1000 * _pct(waits, 0.99), 1),
+                    "maxms": round(1000 * max(waits), 1),
+                }
+                print(name, out[name], file=sys.stderr)
+            out["rssAfterMiB"] = srv.rss_kb() / 1024
+            out["compactRequests"] = len(fake.requests)
+            a.close()
+            b.peer.close()
+            out["log"] = [ln for ln in srv.log.read_text().splitlines() if "took" in ln or "diag" in ln]
+        finally:
+            srv.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--entries", type=int, default=1_000_000)
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "pi-bench-long"))
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--env", action="append", default=[], help="K=V for the server's environment")
+    args = ap.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    src = work / f"chain-{args.entries}.jsonl"
+    if not src.exists():
+        print(f"generating {src} ...", file=sys.stderr)
+        chain(src.with_suffix(".tmp"), args.entries)
+        src.with_suffix(".tmp").rename(src)
+    runs = []
+    for i in range(args.runs):
+        print(f"run {i + 1}/{args.runs}, load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
+        runs.append(one_run(work, src, dict(kv.split("=", 1) for kv in args.env)))
+        for ln in runs[-1].pop("log"):
+            print("  log:", ln[-200:], file=sys.stderr)
+    if args.json:
+        print(json.dumps(runs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
