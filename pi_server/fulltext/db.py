@@ -28,7 +28,7 @@ from pi_server.store.content import join_text
 log = logging.getLogger("pi_server")
 FORMAT = "1"
 CHUNK_BYTES = 8 << 10  # text per FTS row: larger rows share trigrams, a smaller index
-STEP_BYTES = 4 << 20  # file bytes read per indexing step
+STEP_BYTES = 1 << 20  # file bytes read per indexing step (a request arriving meanwhile shares the CPU with it)
 HEAD = 4096
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);

@@ -238,8 +238,8 @@ class Registry:
         from pi_server.tree.outline import Outline
 
         leaf, explicit = kept_leaf(idx, self.state.leaf(path))
-        view_saved = idx.saved_view is not None  # taken by the outline
-        live = LiveSession(idx, outline or Outline(idx), leaf, explicit, from_cache=from_cache, view_saved=view_saved)
+        outline = outline or Outline(idx)
+        live = LiveSession(idx, outline, leaf, explicit, from_cache=from_cache, view_saved=outline.seeded)
         self.sessions[path] = live
         if saved is None and (not from_cache or idx.generation > 1):
             self.save_index(live)

@@ -18,7 +18,7 @@ import orjson
 from pi_server.fulltext import search as fts_search
 from pi_server.fulltext.db import FullText
 from pi_server.fulltext.query import BadQuery, parse
-from pi_server.server import errors
+from pi_server.server import activity, errors
 
 log = logging.getLogger("pi_server")
 PiServer = Any  # server.host.Host
@@ -65,6 +65,7 @@ class Indexer:
             await self.wake.wait()
             self.wake.clear()
             while self.dirty and not stop.is_set():
+                await activity.quiet()  # a step between requests, not during them
                 path = next(iter(self.dirty))
                 try:
                     done = await self.call(self._step, path)

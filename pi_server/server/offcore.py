@@ -105,8 +105,9 @@ def _load(state_root: str, roots: tuple[str, ...], path: str) -> tuple[SessionIn
                 raise SessionNotFound(f"cannot read {path}: {e}") from None
         cache.save(idx)
     outline = Outline(idx)
-    last = idx.by_id.get(idx.last_id) if idx.last_id is not None else None
-    outline.layout(last, "default", "", frozenset(), rows=0)
+    if not outline.seeded:  # else the cache gave the tree and default view: the id map waits for first use
+        last = idx.by_id.get(idx.last_id) if idx.last_id is not None else None
+        outline.layout(last, "default", "", frozenset(), rows=0)
     return idx, outline, from_cache
 
 

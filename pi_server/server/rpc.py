@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from pi_server.jsutil import non_finite_at
-from pi_server.server import errors, offcore, wire
+from pi_server.server import activity, errors, offcore, wire
 from pi_server.server.params import Params
 from pi_server.store.names import from_wire
 
@@ -71,11 +71,15 @@ def _guarded(fn: Handler, model: type[Params]) -> Handler:
             raise errors.Internal("server not initialized")
         p = parse(model, raw)
         session = getattr(p, "session", None)
-        if not isinstance(session, str):
-            return wire.encode(await fn(ls, p))  # once, to bytes (see wire.py)
-        async with offcore.held(ls, session):  # a large session: read off the core worker, kept meanwhile
-            result = await fn(ls, p)
-        return wire.encode(result)  # once, to bytes (see wire.py)
+        activity.begin()
+        try:
+            if not isinstance(session, str):
+                return wire.encode(await fn(ls, p))  # once, to bytes (see wire.py)
+            async with offcore.held(ls, session):  # a large session: read off the core worker, kept meanwhile
+                result = await fn(ls, p)
+            return wire.encode(result)  # once, to bytes (see wire.py)
+        finally:
+            activity.end()
 
     handler.__doc__ = fn.__doc__
     return handler

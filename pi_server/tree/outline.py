@@ -109,6 +109,7 @@ class Outline:
         self._search: list[str] | None = None
         self._rank: tuple[Sequence[int], dict[int, int]] | None = None
         self.titles = RowTitles(idx)
+        self.seeded = False  # the tree and default view came from the index cache
         if idx.saved_view is not None:
             self._seed(idx.saved_view)
             idx.saved_view = None  # held here from now on
@@ -131,6 +132,7 @@ class Outline:
         self._flat[got.leaf] = (got.order, got.active)
         self._layouts[(got.leaf, *DEFAULT_VIEW)] = _compute_layout(got.tree, got.active, got.rows, got.vis)
         self.titles.seed(got.titles)
+        self.seeded = True
 
     def _check(self) -> None:
         if self._gen != self.idx.generation:
