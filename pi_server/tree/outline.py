@@ -392,7 +392,7 @@ def get_tree_steps(
     """`get_tree`, with the rows before the window's end laid out first in steps of about
     `step_s` seconds: a window deep in a million-entry tree lays out hundreds of thousands of
     rows, and requests queued meanwhile run between the steps."""
-    leaf = outline.idx.by_id.get(leaf_id) if leaf_id is not None else None
+    leaf = outline.idx.position(leaf_id) if leaf_id is not None else None  # the id map waits for first use
     lay = outline.layout(leaf, filt, search or "", frozenset(folded), rows=0)
     end = len(lay.rows) if limit is None else min(len(lay.rows), max(0, offset) + max(0, limit))
     done = lay.walker is None
