@@ -23,6 +23,7 @@ from typing import Any
 
 from pi_server.fulltext.extract import entry_ms, entry_role, entry_text, parse_line
 from pi_server.fulltext.query import Query
+from pi_server.store import entry_types as et
 from pi_server.store.content import join_text
 
 log = logging.getLogger("pi_server")
@@ -166,7 +167,7 @@ class FullText:
                     texts.append(t)
                     size += len(t)
                 ts = max(ts, entry_ms(e))
-                if e.get("type") == "session_info":
+                if e.get("type") == et.SESSION_INFO:
                     name = e.get("name") if isinstance(e.get("name"), str) else None
                 elif first is None and entry_role(e) == "user":
                     first = join_text(e["message"].get("content"), " ") or None
