@@ -236,7 +236,8 @@ def menu_items(wb: Workbench, row: Any) -> list[str]:
     """The items of the row's context menu (closed again)."""
     wb.page.keyboard.press("Escape")
     row.click(button="right")
-    items = wb.page.get_by_role("menuitem")
+    # the row's menu, not the title bar's Application Menu (a menuitem too, always there)
+    items = wb.page.locator(".context-view .monaco-menu").get_by_role("menuitem")
     items.first.wait_for(state="visible")
     names = [(i.get_attribute("aria-label") or i.inner_text()).strip() for i in items.all()]
     return names
