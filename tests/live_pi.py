@@ -42,6 +42,16 @@ def live_env(tmp: Path, fake_url: str) -> dict[str, str]:
     }
 
 
+def stop_daemon(env: dict[str, str]) -> None:
+    """Stop the daemon of the isolated configuration `env` names."""
+    subprocess.run(
+        [sys.executable, "-m", "pi_server", "daemon", "stop"],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=60,
+    )
+
+
 class Pi:
     """`pi --mode rpc -e editors/pi`: commands as JSON lines on stdin, responses and events on stdout."""
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import _have_pi16, node22
 from fake_anthropic import FakeAnthropic, sse_blocks
-from live_pi import Pi, live_env
+from live_pi import Pi, live_env, stop_daemon
 from lsp_client import Client, server
 
 from pi_server.llm.convert import BRANCH_PREFIX
@@ -40,12 +40,7 @@ def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
         yield {"env": env, "fake": fake, "start_pi": start_pi, "tmp": tmp_path}
         for pi in pis:
             pi.close()
-        subprocess.run(
-            [sys.executable, "-m", "pi_server", "daemon", "stop"],
-            env={**os.environ, **env},
-            capture_output=True,
-            timeout=60,
-        )
+        stop_daemon(env)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import node22
 from fake_anthropic import FakeAnthropic
-from live_pi import EXTENSION, live_env
+from live_pi import EXTENSION, live_env, stop_daemon
 from lsp_client import server
 from pi_tui import TmuxPi, agent_dir
 
@@ -150,12 +149,7 @@ async def test_a_branch_switch_from_an_editor_shows_in_pi_tui_and_pis_next_turn_
             assert entries[res["summaryEntryId"]]["parentId"] == first_answer
         finally:
             pi.close()
-            subprocess.run(
-                [sys.executable, "-m", "pi_server", "daemon", "stop"],
-                env={**os.environ, **env},
-                capture_output=True,
-                timeout=60,
-            )
+            stop_daemon(env)
 
 
 async def _live(c: Any, pid: int, pred: Any = lambda live: True, timeout: float = 20.0) -> dict[str, Any]:
