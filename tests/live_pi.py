@@ -55,15 +55,27 @@ def stop_daemon(env: dict[str, str]) -> None:
 class Pi:
     """`pi --mode rpc -e editors/pi`: commands as JSON lines on stdin, responses and events on stdout."""
 
-    def __init__(self, node: str, env: dict[str, str], cwd: Path, log: Path) -> None:
+    def __init__(
+        self,
+        node: str,
+        env: dict[str, str],
+        cwd: Path,
+        log: Path,
+        cli: Path = PI_CLI,
+        extensions: tuple[Path, ...] = (EXTENSION, GOTO),
+        inherit_env: bool = True,
+    ) -> None:
+        """`inherit_env=False`: `env` is the whole environment (a user's, as an editor has it)."""
         self.log = open(log, "ab")  # noqa: SIM115 - closed in close()
-        argv = [node, str(PI_CLI), "--mode", "rpc", "-e", str(EXTENSION), "-e", str(GOTO)]
+        argv = [node, str(cli), "--mode", "rpc"]
+        for ext in extensions:
+            argv += ["-e", str(ext)]
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
-            env={**os.environ, **env},
+            env={**os.environ, **env} if inherit_env else env,
             cwd=cwd,
         )
         self.lines: list[dict[str, Any]] = []
@@ -114,10 +126,11 @@ class Pi:
         return reply.get("data") or {}
 
     def prompt(self, text: str, timeout: float = 60.0) -> None:
-        """A prompt, waited for until pi is idle again."""
+        """A prompt, waited for until pi will not go on by itself (`agent_settled`: retries,
+        compaction and follow-ups come after `agent_end`)."""
         at = self.mark()
         self.call("prompt", message=text)
-        self.wait(lambda m: m.get("type") == "agent_end", timeout, start=at)
+        self.wait(lambda m: m.get("type") == "agent_settled", timeout, start=at)
 
     def leaf(self) -> str | None:
         return self.call("get_tree")["leafId"]

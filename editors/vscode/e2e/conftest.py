@@ -90,6 +90,13 @@ class World:
         self.settings_file.parent.mkdir(parents=True, exist_ok=True)
         self.settings_file.write_text(json.dumps(settings, indent=2))
 
+    @staticmethod
+    def daemon_env() -> dict[str, str]:
+        """Where the tests' daemons meet and how soon they leave (scripts/test-daemons.sh sets these),
+        passed to every process of this user: the run script stops what is left there."""
+        keys = ("XDG_RUNTIME_DIR", "PI_SERVER_IDLE_EXIT")
+        return {k: os.environ[k] for k in keys if k in os.environ}
+
     def cli(self, *args: str, json_flag: bool = True) -> Any:
         """What pi-server's command line answers for this HOME, as JSON."""
         env = {**os.environ, "HOME": str(self.home)}
@@ -127,6 +134,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, fake: FakeAnthropic) -> Worl
 def code_server(world: World) -> Iterator[str]:
     assert CODE_SERVER.exists(), "install code-server first: editors/vscode/e2e/run.sh"
     env = {
+        **world.daemon_env(),
         "HOME": str(world.home),
         "SHELL": "/bin/bash",
         "PATH": "/usr/local/bin:/usr/bin:/bin",

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,81 +15,26 @@ from typing import Any
 import pytest
 from conftest import NODE, REPO, World
 from fake_anthropic import FakeAnthropic
+from live_pi import EXTENSION, Pi
 from workbench import Workbench
 
 PI_CLI = REPO / "node_modules" / "@earendil-works" / "pi-coding-agent" / "dist" / "bundle" / "cli.js"
-EXTENSION = REPO / "editors" / "pi"
 
 
-class RpcPi:
+def rpc_pi(world: World, fake_url: str) -> Pi:
     """`pi --mode rpc -e editors/pi` in the project, in the user's environment as VS Code has it (HOME,
     ~/.profile's PATH and Anthropic variables): its connector then finds the editor's daemon."""
-
-    def __init__(self, world: World, fake_url: str) -> None:
-        env = {
-            "HOME": str(world.home),
-            "PATH": f"{world.home / '.local' / 'bin'}:/usr/local/bin:/usr/bin:/bin",
-            "LANG": "C.UTF-8",
-            "SHELL": "/bin/bash",
-            "ANTHROPIC_API_KEY": "sk-e2e",
-            "ANTHROPIC_BASE_URL": fake_url,
-        }
-        self.log = (world.root / "pi-rpc.log").open("ab")
-        argv = [str(NODE), str(PI_CLI), "--mode", "rpc", "-e", str(EXTENSION)]
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=world.project
-        )
-        self.replies: dict[str, dict[str, Any]] = {}
-        self.ended = 0  # agent_settled events seen: pi will not go on by itself
-        self.cond = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.n = 0
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            try:
-                msg = json.loads(raw)
-            except ValueError:
-                continue
-            with self.cond:
-                if msg.get("type") == "response":
-                    self.replies[msg.get("id")] = msg
-                elif msg.get("type") == "agent_settled":
-                    self.ended += 1
-                self.cond.notify_all()
-
-    def call(self, kind: str, timeout: float = 60.0, **fields: Any) -> dict[str, Any]:
-        self.n += 1
-        rid = f"e2e{self.n}"
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"id": rid, "type": kind, **fields}).encode() + b"\n")
-        self.proc.stdin.flush()
-        with self.cond:
-            if not self.cond.wait_for(lambda: rid in self.replies, timeout):
-                raise AssertionError(f"pi did not answer {kind}")
-        reply = self.replies.pop(rid)
-        assert reply.get("success"), json.dumps(reply)
-        return reply.get("data") or {}
-
-    def prompt(self, text: str, timeout: float = 120.0) -> None:
-        """A prompt, waited for until pi's turn has ended."""
-        with self.cond:
-            before = self.ended
-        self.call("prompt", message=text)
-        with self.cond:
-            if not self.cond.wait_for(lambda: self.ended > before, timeout):
-                raise AssertionError(f"pi's turn on {text!r} did not end")
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.log.close()
+    env = {
+        **world.daemon_env(),
+        "HOME": str(world.home),
+        "PATH": f"{world.home / '.local' / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "SHELL": "/bin/bash",
+        "ANTHROPIC_API_KEY": "sk-e2e",
+        "ANTHROPIC_BASE_URL": fake_url,
+    }
+    log = world.root / "pi-rpc.log"
+    return Pi(str(NODE), env, world.project, log, cli=PI_CLI, extensions=(EXTENSION,), inherit_env=False)
 
 
 @pytest.fixture(scope="session")
@@ -102,12 +45,12 @@ def server_found(world: World) -> None:
 
 
 @pytest.fixture
-def pi(world: World, fake: FakeAnthropic) -> Iterator[RpcPi]:
+def pi(world: World, fake: FakeAnthropic) -> Iterator[Pi]:
     # pi takes its Anthropic base URL from models.json (pi-server from ANTHROPIC_BASE_URL, set in ~/.profile)
     models = world.home / ".pi" / "agent" / "models.json"
     models.write_text(json.dumps({"providers": {"anthropic": {"baseUrl": fake.url}}}))
     fake.replies += [("text", "First answer, kept."), ("text", "Second answer, left behind.")]
-    p = RpcPi(world, fake.url)
+    p = rpc_pi(world, fake.url)
     yield p
     p.close()
 
@@ -131,10 +74,10 @@ def wait_for(pred: Any, what: str, wb: Workbench, timeout: float = 120.0) -> Non
 
 
 def test_a_session_pi_holds_is_marked_live_and_continue_here_moves_pis_leaf(
-    server_found: None, wb: Workbench, world: World, pi: RpcPi
+    server_found: None, wb: Workbench, world: World, pi: Pi
 ) -> None:
-    pi.prompt("First.")
-    pi.prompt("Second.")
+    pi.prompt("First.", timeout=120)
+    pi.prompt("Second.", timeout=120)
     # after the other tests the side bar may be hidden behind an editor or the panel: the view is brought forward
     wb.command("View: Close Panel", optional=True)
     wb.open_pi()
@@ -157,7 +100,7 @@ def test_a_session_pi_holds_is_marked_live_and_continue_here_moves_pis_leaf(
     wb.pick("Continue here in this session")
     wb.pick("No summary")
     wb.wait_rows("Tree", lambda ls: f"{first} (leaf)" in ls, what="the leaf marker where pi moved")
-    leaf = pi.call("get_tree")["leafId"]
+    leaf = pi.call("get_tree", timeout=60)["leafId"]
     sessions = world.cli("ls")["sessions"]
     live = next(s for s in sessions if s.get("firstMessage") == "First.")
     entry = next(
