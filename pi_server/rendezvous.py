@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 GREETING = b"PI-SERVER/1"
 VERBS = ("lsp", "status", "stop")
 MAX_LINE = 4096  # a greeting or a status line
+# first frames up to this size go with the greeting: a socket buffer takes them at once, so the
+# greeting's answer is never waited for behind them (larger ones follow the answer)
+EARLY_MAX = 1 << 16
 # the peer's credentials: Linux's `struct ucred` (pid, uid, gid); the BSDs' `struct xucred`
 # (version, uid, groups); the uid is the second 32-bit field of both
 _UCRED_SIZE = 12
@@ -174,6 +177,7 @@ def dial(
     `payload` (the client's first frames) goes with the greeting, once the peer is known to be
     our own user: the daemon reads it after the greeting, so the reply to it does not wait for
     one more round trip. A daemon that refuses the greeting never reads it."""
+    early = len(payload) <= EARLY_MAX
     if check_path(sock_path) == "none":
         return None
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -191,13 +195,15 @@ def dial(
         if uid is not None and uid != os.getuid():
             raise Refused(f"{sock_path} is served by another user (uid {uid}): refused")
         try:
-            s.sendall(b"%s %s %s\n" % (GREETING, verb.encode(), key.encode()) + payload)
+            s.sendall(b"%s %s %s\n" % (GREETING, verb.encode(), key.encode()) + (payload if early else b""))
             line = read_line(s)
         except OSError:
             line = b""
         if not line.startswith(GREETING + b" ok"):
             raise Refused(f"{sock_path} is another program's socket (it did not answer as pi-server): refused")
         s.settimeout(None)
+        if not early:
+            s.sendall(payload)
         return s, line[len(GREETING) + 3 :].strip()
     except BaseException:
         s.close()

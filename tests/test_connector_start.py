@@ -92,3 +92,24 @@ def test_a_connector_imports_next_to_nothing(tmp_path: Path) -> None:
         assert loaded - baseline <= ours | {"_json", "_socket", "_sha256", "errno"}
     finally:
         subprocess.run([sys.executable, "-m", "pi_server", "daemon", "stop", *args], capture_output=True, timeout=60)
+
+
+def test_a_first_frame_larger_than_a_socket_buffer_follows_the_greeting(tmp_path: Path) -> None:
+    """Small first frames go in one write with the greeting; a larger one (here 1 MB of
+    initializationOptions) is sent once the daemon has answered, and is served the same."""
+    store = sample_store(tmp_path)
+    args = ["--sessions-dir", store["root"], "--state-dir", store["state"]]
+    for pad in (10, 1_000_000):
+        params = {"capabilities": {}, "initializationOptions": {"padding": "x" * pad}}
+        init = _frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+        rest = _frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}) + _frame({"jsonrpc": "2.0", "method": "exit"})
+        try:
+            out = subprocess.run(
+                [sys.executable, "-m", "pi_server", *args], input=init + rest, capture_output=True, timeout=60
+            )
+            assert out.returncode == 0, out.stderr
+            assert b'"capabilities"' in out.stdout, out.stdout[-300:]  # the reply to `initialize`
+        finally:
+            subprocess.run(
+                [sys.executable, "-m", "pi_server", "daemon", "stop", *args], capture_output=True, timeout=60
+            )
