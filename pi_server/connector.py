@@ -3,17 +3,19 @@
 Standard library only (and `rendezvous`): the editor waits for this process's
 start, not for the server's. The client's first message (`initialize`) is read
 here, since its initializationOptions may name the roots and the state dir that
-pick the daemon; it is then relayed with everything after it, both ways. When
-the daemon goes away the connector exits non-zero, so the editor restarts it
-(and a daemon with it).
+pick the daemon; it goes to the daemon with the greeting, and everything after
+it is relayed, both ways. When the daemon goes away the connector exits
+non-zero, so the editor restarts it (and a daemon with it).
+
+Every module imported here is paid on every start, so it imports few: the C parts
+of `json` and `threading` rather than the packages (which bring `re`, `enum`,
+`functools`, `collections`), and nothing with `from __future__`.
 """
 
-from __future__ import annotations
-
-import json
+import _json
+import _thread
 import os
 import sys
-import threading
 import time
 
 from pi_server import rendezvous
@@ -47,7 +49,7 @@ class Config:
         self.idle_exit = idle_exit
         self.verbose = verbose  # like the log file: the daemon this starts logs so
 
-    def merged(self, init: object) -> Config:
+    def merged(self, init: object) -> "Config":
         """The flags under the client's initializationOptions, as the server resolves them
         (a field of the wrong type is the server's to report: here it just does not count)."""
         o = init if isinstance(init, dict) else {}
@@ -95,12 +97,13 @@ def _positive(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and v > 0
 
 
-def connect(cfg: Config, verb: str = "lsp", start: bool = True) -> tuple[object, bytes] | None:
-    """A greeted connection to the daemon of `cfg`, started (under a lock) when none answers."""
+def connect(cfg: Config, verb: str = "lsp", start: bool = True, payload: bytes = b"") -> tuple[object, bytes] | None:
+    """A greeted connection to the daemon of `cfg`, started (under a lock) when none answers;
+    `payload` (the client's first frames) is sent with the greeting."""
     key = cfg.key()
     rendezvous.ensure_socket_dir()
     sock_path, pid_file, lock_path = rendezvous.paths(key)
-    found = rendezvous.dial(sock_path, pid_file, key, verb)
+    found = rendezvous.dial(sock_path, pid_file, key, verb, payload=payload)
     if found is not None or not start:
         return found
     import fcntl
@@ -108,15 +111,15 @@ def connect(cfg: Config, verb: str = "lsp", start: bool = True) -> tuple[object,
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # ten connectors at once start one daemon
-        found = rendezvous.dial(sock_path, pid_file, key, verb)
+        found = rendezvous.dial(sock_path, pid_file, key, verb, payload=payload)
         if found is None:
-            found = _start(cfg, key, sock_path, pid_file, verb)
+            found = _start(cfg, key, sock_path, pid_file, verb, payload)
     finally:
         os.close(fd)
     return found
 
 
-def _start(cfg: Config, key: str, sock_path: str, pid_file: str, verb: str) -> tuple[object, bytes]:
+def _start(cfg: Config, key: str, sock_path: str, pid_file: str, verb: str, payload: bytes) -> tuple[object, bytes]:
     import subprocess
 
     argv = [sys.executable, "-m", "pi_server", "daemon", "run", *cfg.daemon_argv()]
@@ -132,12 +135,12 @@ def _start(cfg: Config, key: str, sock_path: str, pid_file: str, verb: str) -> t
     deadline = time.monotonic() + START_TIMEOUT
     delay = 0.005
     while time.monotonic() < deadline:
-        found = rendezvous.dial(sock_path, pid_file, key, verb)
+        found = rendezvous.dial(sock_path, pid_file, key, verb, payload=payload)
         if found is not None:
             return found
         code = proc.poll()
         if code is not None:
-            found = rendezvous.dial(sock_path, pid_file, key, verb)
+            found = rendezvous.dial(sock_path, pid_file, key, verb, payload=payload)
             if found is not None:
                 return found
             raise ConnectError(f"the daemon did not start (exit status {code}); see its log {_log(cfg, key)}")
@@ -168,10 +171,41 @@ def read_first(fd: int) -> tuple[bytes, object]:
             return head + b"\r\n\r\n" + rest, None
         rest += chunk
     try:
-        msg = json.loads(rest[:length])
+        msg = loads(rest[:length])
     except ValueError:
         msg = None
     return head + b"\r\n\r\n" + rest, msg
+
+
+class _Decoding:
+    """What the C scanner asks of its context: `json.loads`'s defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}.__getitem__
+
+
+_scan = _json.make_scanner(_Decoding())
+_SPACE = " \t\n\r"
+
+
+def loads(data: bytes) -> object:
+    """`json.loads` of one UTF-8 body, by the C scanner `json.loads` itself runs (the json
+    package's import, with `re`'s, is ~3 ms of a start); ValueError for anything else."""
+    if data.startswith(b"\xef\xbb\xbf"):  # a BOM, which json.loads skips (utf-8-sig is one more import)
+        data = data[3:]
+    try:
+        text = data.decode("utf-8", "surrogatepass")
+        start = len(text) - len(text.lstrip(_SPACE))
+        obj, end = _scan(text, start)
+    except (StopIteration, UnicodeDecodeError, RecursionError) as e:
+        raise ValueError(f"not JSON: {type(e).__name__}") from None
+    if text[end:].strip(_SPACE):
+        raise ValueError("not JSON: extra data")
+    return obj
 
 
 def _content_length(head: bytes) -> int | None:
@@ -206,20 +240,20 @@ class ExitWatch:
             del self.buf[:end]
             if b'"exit"' in body:
                 try:
-                    self.seen = self.seen or json.loads(body).get("method") == "exit"
+                    self.seen = self.seen or loads(body).get("method") == "exit"  # type: ignore[attr-defined]
                 except (ValueError, AttributeError):
                     pass
 
 
-def relay(sock: object, first: bytes) -> int:
-    """Bytes both ways until the daemon closes; 0 after the client's `exit` or end of input."""
-    import socket
+def relay(sock: object, sent: bytes) -> int:
+    """Bytes both ways until the daemon closes (`sent`: what the client said that the daemon
+    already has); 0 after the client's `exit` or end of input."""
+    import _socket
 
-    assert isinstance(sock, socket.socket)
+    assert isinstance(sock, _socket.socket)
     watch = ExitWatch()
-    ended = threading.Event()
-    watch.feed(first)
-    sock.sendall(first)
+    ended: list[bool] = []  # set by the upstream thread at the client's end of input
+    watch.feed(sent)
 
     def upstream() -> None:
         try:
@@ -231,26 +265,26 @@ def relay(sock: object, first: bytes) -> int:
                 sock.sendall(data)
         except OSError:
             pass
-        ended.set()
+        ended.append(True)
         try:
-            sock.shutdown(socket.SHUT_WR)
+            sock.shutdown(_socket.SHUT_WR)
         except OSError:
             pass
 
-    threading.Thread(target=upstream, daemon=True).start()
-    out = sys.stdout.buffer
+    _thread.start_new_thread(upstream, ())  # it never ends the process: serve's os._exit does
     try:
         while True:
             data = sock.recv(CHUNK)
             if not data:
                 break
-            out.write(data)
-            out.flush()
-    except (BrokenPipeError, ValueError):
+            view = memoryview(data)
+            while view:  # straight to the descriptor: no buffer to flush
+                view = view[os.write(1, view) :]
+    except BrokenPipeError:
         return 0  # the editor is gone
     except OSError:
         pass
-    if watch.seen or ended.is_set():
+    if watch.seen or ended:
         return 0
     print("pi-server: the daemon went away", file=sys.stderr, flush=True)
     return 1
@@ -320,7 +354,7 @@ def serve(cfg: Config) -> int:
     params = msg.get("params") if isinstance(msg, dict) else None
     init = params.get("initializationOptions") if isinstance(params, dict) else None
     try:
-        found = connect(cfg.merged(init))
+        found = connect(cfg.merged(init), payload=first)
     except (rendezvous.Refused, ConnectError) as e:
         print(f"pi-server: {e}", file=sys.stderr, flush=True)
         return 2
@@ -329,5 +363,4 @@ def serve(cfg: Config) -> int:
         return 2
     assert found is not None
     code = relay(found[0], first)
-    sys.stdout.flush()
     os._exit(code)  # the relay thread may still be blocked reading stdin

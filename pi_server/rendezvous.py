@@ -9,21 +9,31 @@ naming the same key, so a connector never talks to another configuration's
 daemon or to another program.
 """
 
-from __future__ import annotations
-
+# `_socket`, not `socket`: the socket module's import (its enums, `selectors`) is a good part
+# of a connector's start, and a Unix socket needs none of it. No `from __future__`, `json` or
+# `struct` either: each is an import of every start.
+import _socket
 import errno
-import json
 import os
-import socket
 import stat
-import struct
 import sys
 
 from pi_server import __version__
 
+TYPE_CHECKING = False  # not typing's: its import costs a start too
+if TYPE_CHECKING:
+    from socket import socket
+
 GREETING = b"PI-SERVER/1"
 VERBS = ("lsp", "status", "stop")
 MAX_LINE = 4096  # a greeting or a status line
+# first frames up to this size go with the greeting: a socket buffer takes them at once, so the
+# greeting's answer is never waited for behind them (larger ones follow the answer)
+EARLY_MAX = 1 << 16
+# the peer's credentials: Linux's `struct ucred` (pid, uid, gid); the BSDs' `struct xucred`
+# (version, uid, groups); the uid is the second 32-bit field of both
+_UCRED_SIZE = 12
+_XUCRED_SIZE = 72
 # environment read by the server: a daemon serves the environment of the connector that started it
 _ENV_PREFIXES = ("PI_", "ANTHROPIC_", "OPENAI_")
 _ENV_NAMES = ("HOME", "USERPROFILE", "XDG_STATE_HOME")
@@ -46,9 +56,18 @@ def socket_dir() -> str:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         return os.path.join(runtime, "pi-server")
-    import tempfile  # only here: its imports cost a few milliseconds of every start
+    return os.path.join(temp_dir(), f"pi-server-{os.getuid()}")
 
-    return os.path.join(tempfile.gettempdir(), f"pi-server-{os.getuid()}")
+
+def temp_dir() -> str:
+    """The folder `tempfile.gettempdir()` picks ($TMPDIR, $TEMP, $TMP, then /tmp, /var/tmp,
+    /usr/tmp, the working folder: the first one we may write to), without importing tempfile
+    (shutil, random: ~5 ms of a start). The connector and the daemon it starts both ask here."""
+    candidates = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
+    for d in [*candidates, "/tmp", "/var/tmp", "/usr/tmp"]:
+        if d and os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK):
+            return os.path.abspath(d)
+    return os.getcwd()
 
 
 def ensure_socket_dir() -> str:
@@ -102,7 +121,8 @@ def config_key(session_dirs: list[str], state_dir: str, busy_timeout: float, max
         "env": sorted(env.items()),
         "python": sys.executable,
     }
-    return _sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:20]
+    # repr, not json.dumps: the same text for the same values, without the json package's import
+    return _sha256(repr(sorted(config.items())).encode()).hexdigest()[:20]
 
 
 def paths(key: str) -> tuple[str, str, str]:
@@ -111,19 +131,21 @@ def paths(key: str) -> tuple[str, str, str]:
     return os.path.join(d, f"{key}.sock"), os.path.join(d, f"{key}.pid"), os.path.join(d, f"{key}.lock")
 
 
-def peer_uid(sock: socket.socket) -> int | None:
+def peer_uid(sock: "socket | _socket.socket") -> int | None:
     """The uid of the process at the other end (None where the OS cannot say)."""
-    if hasattr(socket, "SO_PEERCRED"):  # Linux
-        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        return struct.unpack("3i", raw)[1]
-    if hasattr(socket, "LOCAL_PEERCRED"):  # the BSDs and macOS (getpeereid reads the same xucred)
-        raw = sock.getsockopt(0, socket.LOCAL_PEERCRED, struct.calcsize("Ii16i"))
-        return struct.unpack("Ii16i", raw)[1]
-    return None
+    if hasattr(_socket, "SO_PEERCRED"):  # Linux
+        raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _UCRED_SIZE)
+    elif hasattr(_socket, "LOCAL_PEERCRED"):  # the BSDs and macOS (getpeereid reads the same xucred)
+        raw = sock.getsockopt(0, _socket.LOCAL_PEERCRED, _XUCRED_SIZE)
+    else:
+        return None
+    return int.from_bytes(raw[4:8], sys.byteorder)  # uid_t: unsigned
 
 
 def recorded(pid_file: str, sock_path: str) -> bool:
     """Whether our pid record names the socket now at the path (the same inode)."""
+    import json  # only here, on the way to replace a dead daemon's socket
+
     try:
         with open(pid_file) as f:
             rec = json.load(f)
@@ -147,13 +169,18 @@ def check_path(sock_path: str) -> str:
 
 
 def dial(
-    sock_path: str, pid_file: str, key: str, verb: str, timeout: float = 5.0
-) -> tuple[socket.socket, bytes] | None:
+    sock_path: str, pid_file: str, key: str, verb: str, timeout: float = 5.0, payload: bytes = b""
+) -> "tuple[_socket.socket, bytes] | None":
     """A greeted connection to the daemon of `key` (and its answer line); None when no daemon
-    listens there (nothing there, or our own dead daemon's socket, which is removed)."""
+    listens there (nothing there, or our own dead daemon's socket, which is removed).
+
+    `payload` (the client's first frames) goes with the greeting, once the peer is known to be
+    our own user: the daemon reads it after the greeting, so the reply to it does not wait for
+    one more round trip. A daemon that refuses the greeting never reads it."""
+    early = len(payload) <= EARLY_MAX
     if check_path(sock_path) == "none":
         return None
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         s.settimeout(timeout)
         try:
@@ -168,13 +195,15 @@ def dial(
         if uid is not None and uid != os.getuid():
             raise Refused(f"{sock_path} is served by another user (uid {uid}): refused")
         try:
-            s.sendall(b"%s %s %s\n" % (GREETING, verb.encode(), key.encode()))
+            s.sendall(b"%s %s %s\n" % (GREETING, verb.encode(), key.encode()) + (payload if early else b""))
             line = read_line(s)
         except OSError:
             line = b""
         if not line.startswith(GREETING + b" ok"):
             raise Refused(f"{sock_path} is another program's socket (it did not answer as pi-server): refused")
         s.settimeout(None)
+        if not early:
+            s.sendall(payload)
         return s, line[len(GREETING) + 3 :].strip()
     except BaseException:
         s.close()
@@ -189,7 +218,7 @@ def _remove_stale(sock_path: str, pid_file: str) -> None:
             pass
 
 
-def read_line(s: socket.socket) -> bytes:
+def read_line(s: "_socket.socket") -> bytes:
     """One line, read byte by byte: nothing after it is taken off the socket."""
     out = bytearray()
     while len(out) < MAX_LINE:

@@ -115,7 +115,10 @@ class _Session:
             except OSError as e:
                 raise SearchError(f"cannot reach the daemon: {e.strerror or e}") from None
             assert found is not None
-            self.sock = found[0]
+            import socket
+
+            # the connector's bare `_socket`, as a socket that makes file objects
+            self.sock = socket.socket(fileno=found[0].detach())  # type: ignore[attr-defined]
             f = self.sock.makefile("rwb")
             self.ch = Channel(f, f)
         self.ch.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})

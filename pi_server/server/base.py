@@ -8,6 +8,7 @@ pygls's protocol.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from typing import Any
@@ -50,7 +51,12 @@ def _shallow_response(msg: Any) -> dict[str, Any]:
     return {"id": msg.id, "jsonrpc": msg.jsonrpc, "result": msg.result}
 
 
+@functools.cache
 def converter_factory() -> Any:
+    """One converter for every connection of the process: cattrs generates (and compiles) a
+    (un)structuring function per lsprotocol class the first time a converter meets it, which
+    for an `initialize` is ~20 ms; a converter per connection paid that on every connect.
+    Nothing registers hooks on it after this, so connections can share it."""
     conv = converters.get_converter()
     for cls in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
         conv.register_structure_hook(cls, _plain_params)
