@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import os
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,9 +24,11 @@ from pi_server.server import errors, wire
 
 if TYPE_CHECKING:
     from pi_server.live.registry import Registry
+    from pi_server.live.session import LiveSession
     from pi_server.store.index import SessionIndex
     from pi_server.tree.outline import Outline
 
+log = logging.getLogger("pi_server")
 LONG_ENTRIES = 100_000  # sessions at least this large are read off the core worker
 LONG_BYTES = 16 << 20  # a file not indexed yet this large is indexed off the core worker
 _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-long")
@@ -54,7 +57,7 @@ def context(
     idx = private_index(state_root, path, roots)
     if leaf is not None and leaf not in idx.by_id:
         raise EntryNotFound(f"no entry {leaf} in {path}")  # the file was rewritten meanwhile
-    return wire.encode(context_result(idx, leaf, before_first=before_first, fmt=fmt))
+    return wire.encode_steps(context_result(idx, leaf, before_first=before_first, fmt=fmt))
 
 
 def _without_gc(fn: Any, *args: Any) -> Any:
@@ -104,11 +107,34 @@ def _load(state_root: str, roots: tuple[str, ...], path: str) -> tuple[SessionIn
             except (NotASession, OSError) as e:
                 raise SessionNotFound(f"cannot read {path}: {e}") from None
         cache.save(idx)
+    idx.by_id, idx.call_pos  # noqa: B018  built here (in steps), not by the core worker's first request on it
     outline = Outline(idx)
     if not outline.seeded:  # else the cache gave the tree and default view: the id map waits for first use
         last = idx.by_id.get(idx.last_id) if idx.last_id is not None else None
         outline.layout(last, "default", "", frozenset(), rows=0)
     return idx, outline, from_cache
+
+
+def dropped_saver(registry: Registry) -> Any:
+    """`registry.save_dropped`: a large index dropped from memory is saved on the long-call
+    thread (a second or more for a million entries, which held every request on the core
+    worker); a small one at once. Its reload, on the same thread, comes after the save."""
+    from pi_server.store.cache import IndexCache
+
+    def save(live: LiveSession) -> None:
+        if len(live.index) < LONG_ENTRIES:
+            registry.save_index(live)
+            return
+        _pool.submit(_without_gc, _save_quietly, registry, live, IndexCache(registry.state.root))
+
+    return save
+
+
+def _save_quietly(registry: Registry, live: LiveSession, cache: Any) -> None:
+    try:
+        registry.save_index(live, cache)
+    except Exception:  # a cache is an optimisation: the index is read again without it
+        log.exception("saving the index of %s", live.index.path)
 
 
 def _large(registry: Registry, path: str) -> bool:
