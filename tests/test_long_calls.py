@@ -198,9 +198,11 @@ def _timed(peer: Peer, msg_id: int, method: str, params: dict[str, Any]) -> floa
     return time.monotonic() - t0
 
 
-def _probe(a: WholePeer, b: Peer, small: Path, msg_id: int, method: str, params: dict[str, Any]) -> tuple[Any, list]:
+def _probe(
+    a: WholePeer, b: Peer, small: Path, msg_id: int, method: str, params: dict[str, Any], listings: bool = True
+) -> tuple[Any, list]:
     """(A's reply to the call, B's small requests' times while it ran: a window of the small
-    session and the listing, in turn)."""
+    session and (`listings`) the listing, in turn)."""
     got: dict[str, Any] = {}
 
     def long_call() -> None:
@@ -211,7 +213,7 @@ def _probe(a: WholePeer, b: Peer, small: Path, msg_id: int, method: str, params:
     thread.start()
     waits, i = [], 10_000 + msg_id * 10_000
     while thread.is_alive():
-        asked = ("pi/getTree", {"session": str(small), "limit": 5}) if i % 2 else ("pi/listSessions", {})
+        asked = ("pi/getTree", {"session": str(small), "limit": 5}) if i % 2 or not listings else ("pi/listSessions", {})
         waits.append(_timed(b, i, *asked))
         i += 1
         time.sleep(0.01)
@@ -299,3 +301,24 @@ def test_a_large_compaction_prompt_is_cleaned_in_slices(tmp_path: Path) -> None:
         srv.close()
         fake.kill()
         fake.wait()
+
+
+def test_a_listing_describes_a_changed_large_session_off_the_worker(tmp_path: Path) -> None:
+    """A 300,000-entry session dropped from memory, then appended to (as a compaction does):
+    the next listing describes it off the core worker; the listing waits for that, B's small
+    requests do not (the worker read the whole index again inside a listing step before)."""
+    srv, big, small = _store(tmp_path, _chain, 300_000)
+    try:
+        a, b = _pair(srv)
+        _timed(a, 2, "pi/listSessions", {})
+        _timed(a, 3, "pi/getTree", {"session": str(big), "limit": 5})
+        _timed(b, 4, "pi/getTree", {"session": str(small), "limit": 5})  # drops the large one
+        time.sleep(1)  # its cache written
+        with open(big, "a") as f:
+            f.write(_user("appended", f"{299_999:08x}", "one more") + "\n")
+        reply, waits = _probe(a, b, small, 5, "pi/listSessions", {}, listings=False)
+        counts = {s["session"]: s["entryCount"] for s in reply["result"]["sessions"]}
+        assert counts[str(big)] == 300_001, counts
+        assert waits and max(waits) < STALL_BOUND, sorted(waits)[-5:]
+    finally:
+        srv.close()
