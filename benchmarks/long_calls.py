@@ -1,6 +1,6 @@
 """Long calls on a very large session against small requests on another, in one real server:
 
-    python benchmarks/long_calls.py [--entries 1000000] [--work DIR] [--runs 3] [--json]
+    python benchmarks/long_calls.py [--entries 1000000] [--work DIR] [--runs 3] [--json] [--against DIR]
 
 One `pi-server serve --tcp` process (a fresh state dir each run), two raw TCP clients.
 Client A runs, one after the other, on a chain of `--entries` entries: the first
@@ -9,6 +9,10 @@ window, `pi/buildContext`, `pi/compact` (against the loopback fake Anthropic API
 tests). Meanwhile client B times small requests on a 20-entry session (a 50-row `pi/getTree`
 window and `pi/listSessions`, alternately, 20 ms apart). Printed per long call: its time,
 and B's p50 / p99 / max and count; the server's RSS before and after.
+
+`--against DIR`: a folder holding another build's `pi_server` package (e.g. `git archive
+<commit> pi_server | tar -x -C DIR`); each run then times that build and this one side by
+side, and a table of B's worst p99 and max per long call, for both, ends the output.
 """
 
 from __future__ import annotations
@@ -201,6 +205,36 @@ def one_run(work: Path, big_src: Path, extra_env: dict[str, str]) -> dict[str, A
     return out
 
 
+def _run_build(work: Path, src: Path, env: dict[str, str], folder: Path | None) -> dict[str, Any]:
+    """One run of this build, or (`folder`) of the build there: the server is started from that
+    folder (`python -m` puts the working folder first on the module path)."""
+    if folder is None:
+        return one_run(work, src, env)
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        return one_run(work, src, {**env, "PYTHONPATH": str(folder)})
+    finally:
+        os.chdir(here)
+
+
+CALLS = ("first getTree (index)", "documentSymbol", "getTree window", "buildContext", "compact")
+
+
+def _table(runs: dict[str, list[dict[str, Any]]]) -> str:
+    """Client B's worst p99 and max (ms) per long call over the runs, per build; RSS after (MiB)."""
+    names = list(runs)
+    lines = [f"{'long call':24}" + "".join(f"{n + ' p99':>14}{n + ' max':>14}" for n in names)]
+    for call in CALLS:
+        row = f"{call:24}"
+        for n in names:
+            row += f"{max(r[call]['p99ms'] for r in runs[n]):>14.0f}{max(r[call]['maxms'] for r in runs[n]):>14.0f}"
+        lines.append(row)
+    lines.append(f"{'RSS after (MiB)':24}" + "".join(f"{max(r['rssAfterMiB'] for r in runs[n]):>28.0f}" for n in names))
+    lines.append(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--entries", type=int, default=1_000_000)
@@ -208,6 +242,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--env", action="append", default=[], help="K=V for the server's environment")
+    ap.add_argument("--against", help="a folder holding another build's pi_server package, timed side by side")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -216,14 +251,18 @@ def main() -> int:
         print(f"generating {src} ...", file=sys.stderr)
         chain(src.with_suffix(".tmp"), args.entries)
         src.with_suffix(".tmp").rename(src)
-    runs = []
+    env = dict(kv.split("=", 1) for kv in args.env)
+    builds = {"this": None} if args.against is None else {"before": Path(args.against).resolve(), "this": None}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in builds}
     for i in range(args.runs):
-        print(f"run {i + 1}/{args.runs}, load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
-        runs.append(one_run(work, src, dict(kv.split("=", 1) for kv in args.env)))
-        for ln in runs[-1].pop("log"):
-            print("  log:", ln[-200:], file=sys.stderr)
+        for name, folder in builds.items():
+            print(f"run {i + 1}/{args.runs} ({name}), load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
+            runs[name].append(_run_build(work.resolve(), src.resolve(), env, folder))
+            for ln in runs[name][-1].pop("log"):
+                print("  log:", ln[-200:], file=sys.stderr)
+    print(_table(runs))
     if args.json:
-        print(json.dumps(runs))
+        print(json.dumps(runs if args.against else runs["this"]))
     return 0
 
 
