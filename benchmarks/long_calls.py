@@ -1,6 +1,6 @@
 """Long calls on a very large session against small requests on another, in one real server:
 
-    python benchmarks/long_calls.py [--entries 1000000] [--work DIR] [--runs 3] [--json]
+    python benchmarks/long_calls.py [--entries 1000000] [--work DIR] [--runs 3] [--json] [--against DIR]
 
 One `pi-server serve --tcp` process (a fresh state dir each run), two raw TCP clients.
 Client A runs, one after the other, on a chain of `--entries` entries: the first
@@ -9,6 +9,10 @@ window, `pi/buildContext`, `pi/compact` (against the loopback fake Anthropic API
 tests). Meanwhile client B times small requests on a 20-entry session (a 50-row `pi/getTree`
 window and `pi/listSessions`, alternately, 20 ms apart). Printed per long call: its time,
 and B's p50 / p99 / max and count; the server's RSS before and after.
+
+`--against DIR`: a folder holding another build's `pi_server` package (e.g. `git archive
+<commit> pi_server | tar -x -C DIR`); each run then times that build and this one side by
+side, and a table of B's worst p99 and max per long call, for both, ends the output.
 """
 
 from __future__ import annotations
@@ -54,9 +58,11 @@ def chain(path: Path, n: int) -> None:
 
 
 class FastPeer(Peer):
-    """A Peer that reads a large answer in linear time (the test client copies its buffer per chunk)."""
+    """A Peer that reads a large answer in linear time (the test client copies its buffer per chunk),
+    and can leave it unparsed: parsing tens of megabytes holds this process's interpreter lock
+    for a second or more, which would count in client B's times (measured in this process)."""
 
-    def read(self) -> dict | None:
+    def read_raw(self) -> bytes | None:
         buf = bytearray(self.buf)
         while b"\r\n\r\n" not in buf:
             chunk = self.sock.recv(1 << 20)
@@ -72,7 +78,21 @@ class FastPeer(Peer):
                 return None
             body += chunk
         self.buf = bytes(body[length:])
-        return json.loads(bytes(body[:length]))
+        return bytes(body[:length])
+
+    def read(self) -> dict | None:
+        raw = self.read_raw()
+        return None if raw is None else json.loads(raw)
+
+    def raw_reply(self, msg_id: int) -> bytes | None:
+        """The unparsed response to `msg_id` (a large message is taken to be it: notifications are small)."""
+        while True:
+            raw = self.read_raw()
+            if raw is None or len(raw) > 1 << 20:
+                return raw
+            msg = json.loads(raw)
+            if msg.get("id") == msg_id and "method" not in msg:
+                return raw
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -89,10 +109,13 @@ class Small:
         self.small = small
         self.waits: list[float] = []
         self.next_id = 10
+        self.last = ""
+        self.slowest = ("", 0.0)
 
     def one(self) -> float:
         i = self.next_id
         self.next_id += 1
+        self.last = "listSessions" if i % 2 else "getTree"
         if i % 2:
             self.peer.request(i, "pi/listSessions", {})
         else:
@@ -115,8 +138,11 @@ class Small:
         thread = threading.Thread(target=run)
         thread.start()
         waits = []
+        self.slowest = ("", 0.0)
         while thread.is_alive():
             waits.append(self.one())
+            if waits[-1] > self.slowest[1]:
+                self.slowest = (self.last, waits[-1])
             time.sleep(0.02)
         thread.join()
         return got["reply"], got["took"], waits
@@ -153,9 +179,10 @@ def one_run(work: Path, big_src: Path, extra_env: dict[str, str]) -> dict[str, A
 
                 def call(rid: int = rid, method: str = method, params: dict = params) -> Any:
                     a.request(rid, method, params)
-                    return a.reply(rid)
+                    return a.raw_reply(rid)
 
-                reply, took, waits = b.during(call)
+                raw, took, waits = b.during(call)
+                reply = None if raw is None else json.loads(raw)  # parsed once B stopped timing
                 assert reply is not None and "result" in reply, (name, str(reply)[:300])
                 peak = max(peak, srv.rss_kb() / 1024)
                 out[name] = {
@@ -164,6 +191,7 @@ def one_run(work: Path, big_src: Path, extra_env: dict[str, str]) -> dict[str, A
                     "p50ms": round(1000 * statistics.median(waits), 1),
                     "p99ms": round(1000 * _pct(waits, 0.99), 1),
                     "maxms": round(1000 * max(waits), 1),
+                    "slowest": b.slowest[0],
                 }
                 print(name, out[name], file=sys.stderr)
             out["rssAfterMiB"] = srv.rss_kb() / 1024
@@ -177,6 +205,36 @@ def one_run(work: Path, big_src: Path, extra_env: dict[str, str]) -> dict[str, A
     return out
 
 
+def _run_build(work: Path, src: Path, env: dict[str, str], folder: Path | None) -> dict[str, Any]:
+    """One run of this build, or (`folder`) of the build there: the server is started from that
+    folder (`python -m` puts the working folder first on the module path)."""
+    if folder is None:
+        return one_run(work, src, env)
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        return one_run(work, src, {**env, "PYTHONPATH": str(folder)})
+    finally:
+        os.chdir(here)
+
+
+CALLS = ("first getTree (index)", "documentSymbol", "getTree window", "buildContext", "compact")
+
+
+def _table(runs: dict[str, list[dict[str, Any]]]) -> str:
+    """Client B's worst p99 and max (ms) per long call over the runs, per build; RSS after (MiB)."""
+    names = list(runs)
+    lines = [f"{'long call':24}" + "".join(f"{n + ' p99':>14}{n + ' max':>14}" for n in names)]
+    for call in CALLS:
+        row = f"{call:24}"
+        for n in names:
+            row += f"{max(r[call]['p99ms'] for r in runs[n]):>14.0f}{max(r[call]['maxms'] for r in runs[n]):>14.0f}"
+        lines.append(row)
+    lines.append(f"{'RSS after (MiB)':24}" + "".join(f"{max(r['rssAfterMiB'] for r in runs[n]):>28.0f}" for n in names))
+    lines.append(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--entries", type=int, default=1_000_000)
@@ -184,6 +242,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--env", action="append", default=[], help="K=V for the server's environment")
+    ap.add_argument("--against", help="a folder holding another build's pi_server package, timed side by side")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -192,14 +251,18 @@ def main() -> int:
         print(f"generating {src} ...", file=sys.stderr)
         chain(src.with_suffix(".tmp"), args.entries)
         src.with_suffix(".tmp").rename(src)
-    runs = []
+    env = dict(kv.split("=", 1) for kv in args.env)
+    builds = {"this": None} if args.against is None else {"before": Path(args.against).resolve(), "this": None}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in builds}
     for i in range(args.runs):
-        print(f"run {i + 1}/{args.runs}, load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
-        runs.append(one_run(work, src, dict(kv.split("=", 1) for kv in args.env)))
-        for ln in runs[-1].pop("log"):
-            print("  log:", ln[-200:], file=sys.stderr)
+        for name, folder in builds.items():
+            print(f"run {i + 1}/{args.runs} ({name}), load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
+            runs[name].append(_run_build(work.resolve(), src.resolve(), env, folder))
+            for ln in runs[name][-1].pop("log"):
+                print("  log:", ln[-200:], file=sys.stderr)
+    print(_table(runs))
     if args.json:
-        print(json.dumps(runs))
+        print(json.dumps(runs if args.against else runs["this"]))
     return 0
 
 

@@ -5,6 +5,8 @@ meanwhile."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -144,5 +146,179 @@ def test_a_large_session_dropped_from_memory_is_read_again_off_the_worker(tmp_pa
             assert waits and max(waits) < SMALL_BOUND, (offset, took, waits)
         held = [ln for ln in srv.log.read_text().splitlines() if "core call" in ln and " took " in ln]
         assert not held, held
+    finally:
+        srv.close()
+
+
+# ---------------------------------------------------------------- single stalls of a large session's calls
+# Each was one step that held the core worker or the interpreter lock in one piece: 0.4-2 s
+# at a million entries on a loaded machine, client B's small requests waiting as long. Bound:
+# under those, above what a loaded machine adds to a small request (0.1-0.2 s at a load of 6).
+STALL_BOUND = 0.35
+
+
+class WholePeer(Peer):
+    """A Peer that reads a large answer in linear time and leaves it unparsed while B is timed:
+    parsing tens of megabytes holds this process's interpreter lock, and B's times would count it."""
+
+    def raw(self) -> bytes | None:
+        buf = bytearray(self.buf)
+        while b"\r\n\r\n" not in buf:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                return None
+            buf += chunk
+        head, _, rest = bytes(buf).partition(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        body = bytearray(rest)
+        while len(body) < length:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                return None
+            body += chunk
+        self.buf = bytes(body[length:])
+        return bytes(body[:length])
+
+    def raw_reply(self, msg_id: int) -> bytes:
+        """The response to `msg_id`, unparsed (a large message is it: notifications are small)."""
+        while True:
+            raw = self.raw()
+            assert raw is not None, "connection closed"
+            if len(raw) > 1 << 20:
+                return raw
+            msg = json.loads(raw)
+            if msg.get("id") == msg_id and "method" not in msg:
+                return raw
+
+
+def _timed(peer: Peer, msg_id: int, method: str, params: dict[str, Any]) -> float:
+    t0 = time.monotonic()
+    peer.request(msg_id, method, params)
+    assert "result" in (peer.reply(msg_id) or {}), method
+    return time.monotonic() - t0
+
+
+def _probe(
+    a: WholePeer, b: Peer, small: Path, msg_id: int, method: str, params: dict[str, Any], listings: bool = True
+) -> tuple[Any, list]:
+    """(A's reply to the call, B's small requests' times while it ran: a window of the small
+    session and (`listings`) the listing, in turn)."""
+    got: dict[str, Any] = {}
+
+    def long_call() -> None:
+        a.request(msg_id, method, params)
+        got["raw"] = a.raw_reply(msg_id)
+
+    thread = threading.Thread(target=long_call)
+    thread.start()
+    waits, i = [], 10_000 + msg_id * 10_000
+    while thread.is_alive():
+        asked = ("pi/getTree", {"session": str(small), "limit": 5}) if i % 2 or not listings else ("pi/listSessions", {})
+        waits.append(_timed(b, i, *asked))
+        i += 1
+        time.sleep(0.01)
+    thread.join()
+    return json.loads(got["raw"]), waits
+
+
+def _pair(srv: Server) -> tuple[WholePeer, Peer]:
+    a, b = WholePeer(srv.port, timeout=300), Peer(srv.port, timeout=60)
+    a.initialize()
+    b.initialize()
+    return a, b
+
+
+def test_a_large_session_never_holds_small_requests_for_long(tmp_path: Path) -> None:
+    """A million-entry chain: its first index, a deep window after it was dropped from memory
+    (B's small session read past the memory budget), and its context. Its
+    index cache is written off the core worker when it is dropped; its map from id to position
+    is built off the worker and a slice at a time; the context's JSON is encoded a slice at a time."""
+    srv, big, small = _store(tmp_path, _chain, 1_000_000)
+    try:
+        a, b = _pair(srv)
+        _timed(b, 2, "pi/listSessions", {})  # the first listing indexes every file: it waits for that
+        _timed(b, 3, "pi/getTree", {"session": str(small), "limit": 5})
+        calls = [
+            ("index", "pi/getTree", {"session": str(big), "limit": 5}),
+            ("window", "pi/getTree", {"session": str(big), "offset": 600_000, "limit": 50}),
+            ("context", "pi/buildContext", {"session": str(big)}),
+        ]
+        slow = {}
+        for n, (name, method, params) in enumerate(calls):
+            reply, waits = _probe(a, b, small, 3 + n, method, params)
+            assert "result" in reply, reply
+            slow[name] = sorted(waits)[-3:]
+            got = reply["result"]
+            if name == "window":
+                assert got["rows"][0]["id"] == f"{600_000:08x}"
+            if name == "context":
+                assert len(got["messages"]) == len(got["entryIds"]) == 1_000_000
+                assert got["messages"][654_321]["content"] == "message 654321"
+        assert all(waits[-1] < STALL_BOUND for waits in slow.values()), slow
+    finally:
+        srv.close()
+
+
+def _fake_api(tmp: Path) -> tuple[subprocess.Popen, str]:
+    """The loopback fake Anthropic API in a process of its own: it parses the request (megabytes),
+    which in this process would count in B's times."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from fake_anthropic import FakeAnthropic;"
+        "f = FakeAnthropic(); f.__enter__(); print(f.url, flush=True); sys.stdin.read()"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(Path(__file__).parent)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def test_a_large_compaction_prompt_is_cleaned_in_slices(tmp_path: Path) -> None:
+    """Compacting a 300,000-entry chain of non-ASCII text sends a prompt of tens of megabytes:
+    taking lone surrogates out of it (pi's sanitizeSurrogates) runs a slice at a time, not in
+    one regular-expression call that held every other thread (0.5 s and more)."""
+    folder = tmp_path / "tcp-sessions" / "--x--"
+    folder.mkdir(parents=True)
+    big, mid, small = folder / "big.jsonl", folder / "mid.jsonl", folder / "small.jsonl"
+    for path, n in ((big, 300_000), (mid, 3_000)):
+        with open(path, "w") as f:
+            f.write(_header() + "\n")
+            prev = None
+            for i in range(n):
+                f.write(_user(f"{i:08x}", prev, f"message {i} " + "déjà vu " * 12) + "\n")
+                prev = f"{i:08x}"
+    _chain(small, 20)
+    fake, url = _fake_api(tmp_path)
+    srv = Server(tmp_path, env={"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-fake"})
+    try:
+        a, b = _pair(srv)
+        _timed(a, 2, "pi/compact", {"session": str(mid)})  # the client library loaded before the clock starts
+        _timed(a, 3, "pi/getTree", {"session": str(big), "limit": 5})
+        reply, waits = _probe(a, b, small, 4, "pi/compact", {"session": str(big)})
+        assert reply["result"]["tokensBefore"] > 0, reply
+        assert waits and max(waits) < 2 * STALL_BOUND, sorted(waits)[-5:]  # 1.6 s before
+    finally:
+        srv.close()
+        fake.kill()
+        fake.wait()
+
+
+def test_a_listing_describes_a_changed_large_session_off_the_worker(tmp_path: Path) -> None:
+    """A 300,000-entry session dropped from memory, then appended to (as a compaction does):
+    the next listing describes it off the core worker; the listing waits for that, B's small
+    requests do not (the worker read the whole index again inside a listing step before)."""
+    srv, big, small = _store(tmp_path, _chain, 300_000)
+    try:
+        a, b = _pair(srv)
+        _timed(a, 2, "pi/listSessions", {})
+        _timed(a, 3, "pi/getTree", {"session": str(big), "limit": 5})
+        _timed(b, 4, "pi/getTree", {"session": str(small), "limit": 5})  # drops the large one
+        time.sleep(1)  # its cache written
+        with open(big, "a") as f:
+            f.write(_user("appended", f"{299_999:08x}", "one more") + "\n")
+        reply, waits = _probe(a, b, small, 5, "pi/listSessions", {}, listings=False)
+        counts = {s["session"]: s["entryCount"] for s in reply["result"]["sessions"]}
+        assert counts[str(big)] == 300_001, counts
+        assert waits and max(waits) < STALL_BOUND, sorted(waits)[-5:]
     finally:
         srv.close()

@@ -55,6 +55,7 @@ class Registry:
     pinned: dict[str, int] = field(default_factory=dict)  # path -> requests in progress that keep it in memory
     # left out of listings until they change: path -> fingerprint (not a session, or killed a worker)
     skipped: dict[str, dict[str, int]] = field(default_factory=dict)
+    save_dropped: Any = None  # `save_index` for a dropped index, elsewhere (server/offcore.py); None: here
     _dirs: dict[str, str] = field(default_factory=dict)  # folders' real paths during one listing
     _leaves: dict[str, Any] | None = None  # the leaf pointers on disk, read once per listing
 
@@ -260,11 +261,11 @@ class Registry:
             if path == keep or path in self.pinned or self.state.pending(path):
                 continue
             live = self.sessions.pop(path)
-            self.save_index(live)
+            (self.save_dropped or self.save_index)(live)
             self.evicted[path] = len(live.index)
             total -= len(live.index)
 
-    def save_index(self, live: LiveSession) -> None:
+    def save_index(self, live: LiveSession, cache: IndexCache | None = None) -> None:
         from pi_server.tree.saved import VIEW_MIN_ENTRIES
 
         idx = live.index
@@ -273,7 +274,7 @@ class Registry:
             # a large session's tree and view go with it: its first window after a restart reads them
             leaf = idx.position(live.leaf_id) if large and live.leaf_id is not None else None
             view = live.outline.saved_view(leaf) if large else None
-            self.cache.save(idx, view)
+            (cache or self.cache).save(idx, view)
             live.saved_generation, live.view_saved = idx.generation, large
 
     def save_all(self) -> None:
@@ -321,7 +322,6 @@ class Registry:
                 yield
                 t0 = time.monotonic()
         self._leaves = None
-
         # the files just walked, not a second walk: the last step stays short
         return list_sessions(
             self.roots, cwd=cwd, query=query, limit=limit, describe=lambda p, q: described[p], paths=list(described)

@@ -29,7 +29,24 @@ def dicts(v: Any) -> list[dict[str, Any]]:
 
 
 def sanitize(s: Any) -> Any:
-    return _LONE.sub("", s) if isinstance(s, str) else s
+    """`s` without lone surrogates (pi's sanitizeSurrogates)."""
+    if not isinstance(s, str) or s.isascii():  # no surrogate at all (known without a scan)
+        return s
+    if len(s) <= _SLICE:
+        return _LONE.sub("", s)
+    # a compaction's prompt can be tens of megabytes: one regex call over it holds the
+    # interpreter lock for most of a second, so a slice at a time, never splitting a pair
+    out, start = [], 0
+    while start < len(s):
+        end = min(start + _SLICE, len(s))
+        while end < len(s) and "\ud800" <= s[end - 1] <= "\udbff":
+            end += 1
+        out.append(_LONE.sub("", s[start:end]))
+        start = end
+    return "".join(out)
+
+
+_SLICE = 1 << 20
 
 
 def norm_id(i: Any) -> Any:

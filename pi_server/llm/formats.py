@@ -54,11 +54,18 @@ def _wire_ready(out: dict[str, Any]) -> dict[str, Any]:
     refuses) is given as JSON bytes escaping it, as JS writes it."""
     for k, v in out.items():
         if k != "messages" and v is not None and type(v) is not int:
+            # a long list (a million entry ids) a slice at a time: one encoder call over it
+            # holds the interpreter lock for as long, every other thread waiting
+            pieces = [v[i : i + _STEP] for i in range(0, len(v), _STEP)] if type(v) is list else [v]
             try:
-                _encode(v)
+                for piece in pieces:
+                    _encode(piece)
             except UnicodeEncodeError:
                 out[k] = msgspec.Raw(jdumps(v))
     return out
+
+
+_STEP = 4096
 
 
 _encode = msgspec.json.Encoder().encode

@@ -99,10 +99,7 @@ async def handle_changes(ls: PiServer, changes: set[tuple[Change, str]]) -> None
                 except Exception:
                     pass
             continue
-        loaded = None
-        if path not in reg.sessions and reg.evicted.get(path, 0) >= offcore.LONG_ENTRIES:
-            loaded = await offcore.load(reg, path)  # a large session dropped from memory: read off the worker
-        upd = await ls.core(reg.refresh, path, loaded)
+        upd = await offcore.refresh(ls, reg, path)  # a large session dropped from memory: read off the worker
         if upd is None:
             continue
         changed.append(path)

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from pi_server.server import pool
+from pi_server.server import offcore, pool
 from pi_server.server.worker import BACKGROUND, REQUEST
 from pi_server.store.discovery import query_tokens
 from pi_server.store.names import display, is_utf8, to_wire
@@ -56,6 +56,8 @@ async def _list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit
         if bulk.ready():
             return await searched(ls, bulk, tokens, cwd, limit)
         return await ls.core_steps(reg.list_steps, cwd, query, limit)
+    if reg.evicted:
+        await offcore.describe_dropped(ls, reg)
     listed, missing = await ls.core_steps(reg.list_known_steps, cwd)
     if missing:  # a store not indexed yet: in the workers, then the listing again
         if bulk.ready():

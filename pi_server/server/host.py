@@ -220,10 +220,14 @@ def declared_tools(experimental: Any) -> list[str]:
 
 
 def build_registry(opts: Options) -> Registry:
+    from pi_server.server import offcore
+
     roots, _samples = resolve_roots(opts.session_dirs)
-    return Registry(
+    registry = Registry(
         roots=roots,
         state=StateDir(opts.state_dir),
         busy_timeout=opts.busy_timeout,
         max_live_entries=opts.max_live_entries,
     )
+    registry.save_dropped = offcore.dropped_saver(registry)
+    return registry

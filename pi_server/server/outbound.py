@@ -46,14 +46,21 @@ class Outbound:
         return self.transport.get_write_buffer_size()
 
     def write(self, data: bytes) -> None:
+        self.write_parts([data])
+
+    def write_parts(self, parts: list[bytes]) -> None:
+        """One message given in pieces (a large answer is never joined into one more copy)."""
         if self.overflowed or self.transport.is_closing():
             return
         before = self.unsent()
-        self.transport.write(data)
+        size = 0
+        for part in parts:
+            self.transport.write(part)
+            size += len(part)
         # one large reply to a client that keeps up may pass the hard limit on its own
-        if before > self.soft and before + len(data) > self.hard:
+        if before > self.soft and before + size > self.hard:
             self.overflowed = True
-            log.warning("client dropped: %d MiB of replies left unread", (before + len(data)) >> 20)
+            log.warning("client dropped: %d MiB of replies left unread", (before + size) >> 20)
             self.transport.abort()  # frees the queued output now; close() would wait to send it
 
     def track(self, future: Any) -> None:

@@ -273,6 +273,20 @@ def _codes(values: list[Any]) -> tuple[list[Any], bytes]:
     return list(table), codes
 
 
+MAP_STEP = 16_384  # ids per step of `positions`: ~2 ms each
+
+
+def positions(ids: list[str]) -> dict[str, int]:
+    """The map from id to position (a duplicate id: its last entry), built a slice at a time:
+    one `dict(zip(...))` over a million ids holds the interpreter lock for 0.3 s and more,
+    every other thread (the one answering requests among them) waiting."""
+    out: dict[str, int] = {}
+    update = out.update
+    for start in range(0, len(ids), MAP_STEP):
+        update(zip(ids[start : start + MAP_STEP], range(start, start + MAP_STEP), strict=False))  # the last is short
+    return out
+
+
 def _pack_columns(idx: SessionIndex) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in ("types", "roles"):
@@ -318,6 +332,6 @@ def _unpack_columns(idx: SessionIndex, rec: dict[str, Any]) -> bool:
         return False
     call_pos = rec["call_pos"]
     del idx.by_id, idx.call_pos
-    idx._lazy["by_id"] = lambda: dict(zip(ids, range(len(ids)), strict=True))  # a duplicate id: its last entry
+    idx._lazy["by_id"] = lambda: positions(ids)
     idx._lazy["call_pos"] = lambda: unpack(call_pos)
     return True
