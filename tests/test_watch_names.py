@@ -1,0 +1,43 @@
+"""A session file whose name is not UTF-8 stops the folder watcher (it cannot name the file):
+the append that stopped it still reaches the clients, later ones by polling, and the user is
+told why in words that fit (not an inotify limit). Real server over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+from lsp_client import server
+
+SAMPLES = Path(__file__).resolve().parent.parent / "pi_server" / "samples"
+
+
+def _entry(eid: str, parent: str) -> bytes:
+    msg = {"role": "user", "content": [{"type": "text", "text": "Un café"}], "timestamp": 1}
+    entry = {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-12-01T00:00:00.000Z", "message": msg}
+    return (json.dumps(entry) + "\n").encode()
+
+
+async def test_appends_to_a_name_that_is_not_utf8_reach_the_client(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions" / "--home-x--"
+    folder.mkdir(parents=True)
+    raw = os.fsencode(folder) + b"/caf\xe9.jsonl"
+    with open(raw, "wb") as f:
+        f.write(max(SAMPLES.rglob("*.jsonl"), key=lambda p: p.stat().st_size).read_bytes())
+    uri = (folder / "caf").as_uri() + "%E9.jsonl"
+    async with server("--sessions-dir", str(folder.parent), "--state-dir", str(tmp_path / "state")) as c:
+        tree = await c.call("pi/getTree", {"session": uri})
+        with open(raw, "ab") as f:  # another writer (pi): the first change the watcher sees
+            f.write(_entry("cafe0001", tree["leafId"]))
+        note = await c.wait_for("pi/sessionUpdated", lambda p: "cafe0001" in p["appended"])
+        assert note["session"] == uri
+        await asyncio.sleep(0.2)
+        with open(raw, "ab") as f:
+            f.write(_entry("cafe0002", "cafe0001"))
+        note = await c.wait_for("pi/sessionUpdated", lambda p: "cafe0002" in p["appended"])
+        assert note == {"session": uri, "appended": ["cafe0002"], "leafId": "cafe0002", "reset": False}
+        warnings = [m.message for m in c.lc.messages if "watcher" in m.message]
+        assert len(warnings) == 1, c.lc.messages
+        assert "not UTF-8" in warnings[0] and "every 1 s" in warnings[0] and "sysctl" not in warnings[0]
