@@ -5,6 +5,7 @@ Real server over stdio."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -45,3 +46,31 @@ async def test_appends_to_a_name_that_is_not_utf8_reach_the_client(tmp_path: Pat
         warnings = [m.message for m in c.lc.messages if "watcher" in m.message]
         assert len(warnings) == 1, c.lc.messages
         assert "not UTF-8" in warnings[0] and "every 1 s" in warnings[0] and "sysctl" not in warnings[0]
+
+
+async def _search_until_indexed(c: object, params: dict, files: int) -> dict:
+    for _ in range(200):  # the index is built in the background
+        got = await c.call("pi/search", params)  # type: ignore[attr-defined]
+        if got["pendingFiles"] == 0 and got["indexedFiles"] >= files:
+            return got
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"not indexed: {got}")
+
+
+async def test_a_name_that_is_not_utf8_is_searched(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions" / "--home-x--"
+    folder.mkdir(parents=True)
+    data = max(SAMPLES.rglob("*.jsonl"), key=lambda p: p.stat().st_size).read_bytes()
+    (folder / "good.jsonl").write_bytes(data)
+    with open(os.fsencode(folder) + b"/caf\xe9.jsonl", "wb") as f:
+        f.write(data)
+    uri = (folder / "caf").as_uri() + "%E9.jsonl"
+    argv = ("--sessions-dir", str(folder.parent), "--state-dir", str(tmp_path / "state"))
+    for _run in range(2):  # the second run from the index kept on disk
+        async with server(*argv) as c:
+            got = await _search_until_indexed(c, {"query": "repository"}, 2)
+            by_file = {h["session"] for h in got["hits"]}
+            assert by_file == {str(folder / "good.jsonl"), uri}
+            only = await c.call("pi/search", {"query": "repository", "sessions": [uri]})
+            assert only["hits"] and {h["session"] for h in only["hits"]} == {uri}
+            assert only["total"] * 2 == got["total"]
