@@ -1,6 +1,6 @@
 // A session file opened in the editor. A path that is UTF-8 opens as the file itself; a name that is not
 // (the server sends it as its `file:` URI) cannot: VS Code decodes a URI's path as UTF-8 and keeps `%E9`
-// as those three characters, so no URI names such a file to it. It opens read-only instead, its bytes read
+// as those three characters, so no URI names such a file to it ("Unable to resolve nonexistent file"). It opens read-only instead, its bytes read
 // here by their path as bytes: `pi-session-file:/<path as shown>?session=<the URI>`.
 import { readFile } from "node:fs/promises";
 import type * as vscode from "vscode";
