@@ -25,6 +25,7 @@ from pi_server.fulltext.extract import entry_ms, entry_role, entry_text, parse_l
 from pi_server.fulltext.query import Query
 from pi_server.store import entry_types as et
 from pi_server.store.content import join_text
+from pi_server.store.names import from_wire, to_wire
 
 log = logging.getLogger("pi_server")
 FORMAT = "1"
@@ -97,7 +98,7 @@ class FullText:
 
     def stale(self, path: str) -> bool:
         """Whether the file has bytes (or changes) not indexed yet, or is gone but indexed."""
-        row = self.db.execute("SELECT dev, ino, size, mtime_ns FROM files WHERE path=?", (path,)).fetchone()
+        row = self.db.execute("SELECT dev, ino, size, mtime_ns FROM files WHERE path=?", (to_wire(path),)).fetchone()
         try:
             st = os.stat(path)
         except OSError:
@@ -105,7 +106,7 @@ class FullText:
         return row is None or tuple(row) != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
     def forget(self, path: str) -> None:
-        row = self.db.execute("SELECT id FROM files WHERE path=?", (path,)).fetchone()
+        row = self.db.execute("SELECT id FROM files WHERE path=?", (to_wire(path),)).fetchone()
         if row is not None:
             with self._tx():
                 self.db.execute("DELETE FROM chunks WHERE file=?", (row[0],))
@@ -125,7 +126,7 @@ class FullText:
 
     def _index_fd(self, path: str, fd: int) -> bool:
         st = os.fstat(st_fd := fd)
-        row = self.db.execute("SELECT id, dev, ino, size, head, done FROM files WHERE path=?", (path,)).fetchone()
+        row = self.db.execute("SELECT id, dev, ino, size, head, done FROM files WHERE path=?", (to_wire(path),)).fetchone()
         head = _head(st_fd, st.st_size)
         same = row is not None and (row[1], row[2]) == (st.st_dev, st.st_ino) and st.st_size >= row[5]
         if same and row[4] != head and row[5] >= HEAD:
@@ -135,7 +136,7 @@ class FullText:
             row = None
         with self._tx():
             if row is None:
-                cur = self.db.execute("INSERT INTO files(path, done) VALUES(?, 0)", (path,))
+                cur = self.db.execute("INSERT INTO files(path, done) VALUES(?, 0)", (to_wire(path),))
                 fid, done = cur.lastrowid, 0
             else:
                 fid, done = row[0], row[5]
@@ -206,7 +207,7 @@ class FullText:
         return done, part
 
     def file_facts(self, path: str) -> tuple[str | None, str | None]:
-        row = self.db.execute("SELECT name, first FROM files WHERE path=?", (path,)).fetchone()
+        row = self.db.execute("SELECT name, first FROM files WHERE path=?", (to_wire(path),)).fetchone()
         return (row[0], row[1]) if row else (None, None)
 
     # ------------------------------------------------------------------ searching
@@ -223,14 +224,15 @@ class FullText:
             args.append(" AND ".join('"' + t.replace('"', '""') + '"' for t in terms))
         if sessions is not None:
             where.append(f"f.path IN ({','.join('?' * len(sessions))})")
-            args += sessions
+            args += [to_wire(p) for p in sessions]
         if since is not None:
             where.append("c.ts >= ?")
             args.append(since)
         sql = "SELECT f.path, c.start, c.end, c.ts FROM chunks c JOIN files f ON f.id = c.file"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        yield from self.db.execute(sql + " ORDER BY c.ts DESC", args)
+        for path, start, end, ts in self.db.execute(sql + " ORDER BY c.ts DESC", args):
+            yield from_wire(path), start, end, ts
 
     def verify(
         self, q: Query, path: str, start: int, end: int, roles: set[str] | None, check: bool = True

@@ -11,6 +11,7 @@ from typing import Any
 from pi_server.fulltext.db import FullText, Hit
 from pi_server.fulltext.query import Query
 from pi_server.jsutil import u16len
+from pi_server.store.names import to_wire
 
 SNIPPET = 160  # characters of context around the first match
 BUDGET_S = 2.0  # past this, a search answers what it found, marked incomplete
@@ -112,7 +113,7 @@ def _wire(ft: FullText, h: Hit) -> dict[str, Any]:
     snippet, ranges = snippet_of(h.text, h.spans)
     name, first = ft.file_facts(h.session)
     out: dict[str, Any] = {
-        "session": h.session,
+        "session": to_wire(h.session),
         "entryId": h.entry_id,
         "type": h.type,
         "timestamp": _iso(h.ms),

@@ -56,6 +56,7 @@ class Registry:
     # left out of listings until they change: path -> fingerprint (not a session, or killed a worker)
     skipped: dict[str, dict[str, int]] = field(default_factory=dict)
     save_dropped: Any = None  # `save_index` for a dropped index, elsewhere (server/offcore.py); None: here
+    unreported: list[Refreshed | None] = field(default_factory=list)  # a listing's re-reads: the server notifies them
     _dirs: dict[str, str] = field(default_factory=dict)  # folders' real paths during one listing
     _leaves: dict[str, Any] | None = None  # the leaf pointers on disk, read once per listing
 
@@ -347,11 +348,10 @@ class Registry:
             info = self.cache.cached_info(path, fp)
         if info is None:
             from pi_server.store.records import NotASession  # here: a listing from the cache reads no file
-
             try:
                 live = self.get(path)
                 if live.index.size != fp["size"] or live.index.partial_tail:
-                    self.refresh(path)
+                    self.unreported.append(self.refresh(path))  # as the watcher's would be, when it is slower
             except (SessionNotFound, NotASession, OSError):
                 self.skipped[path] = fp  # left out until it changes, as when a worker process fails on it
                 return None

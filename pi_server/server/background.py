@@ -58,21 +58,38 @@ async def watch_roots(ls: PiServer) -> None:
         return
     except Exception as e:  # watchfiles raises OSError or its own error for an exhausted limit
         warn_cannot_watch(ls, e)
-    await polling.poll_roots(roots, ls.stop, lambda changes: handle_changes(ls, changes))
+    # the change that stopped the watcher (and any since its last report) was never handed on:
+    # every file is checked once against what the server holds before polling takes over
+    baseline = await asyncio.to_thread(polling.snapshot, roots)
+    try:
+        await handle_changes(ls, {(Change.modified, p) for p in baseline})
+    except Exception:
+        log.exception("watcher: checking the files after it stopped failed")
+    await polling.poll_roots(roots, ls.stop, lambda changes: handle_changes(ls, changes), baseline)
+
+
+def _reasons(e: BaseException) -> str:
+    """The messages of an error and of those it groups (watchfiles raises from a task group)."""
+    if isinstance(e, BaseExceptionGroup):
+        return "; ".join(_reasons(x) for x in e.exceptions)
+    return str(e)
 
 
 def warn_cannot_watch(ls: PiServer, e: Exception) -> None:
     """Say once, in the log and to the user, why views now follow the files by polling."""
-    text = str(e)
-    if "Too many open files" in text or "os error 24" in text:
-        limit = "fs.inotify.max_user_instances"
+    text = _reasons(e)
+    every = f"checking them every {polling.POLL_INTERVAL:g} s instead"
+    if "Unable to decode path" in text:  # the watcher cannot name a file whose name is not UTF-8
+        message = f"pi-server: a session file name that is not UTF-8 stops the folder watcher ({text}); {every}."
     else:
-        limit = "fs.inotify.max_user_watches"
-    message = (
-        f"pi-server: cannot watch the session folders ({text.split(' about ')[0]}); "
-        f"checking them every {polling.POLL_INTERVAL:g} s instead. "
-        f"Raise the limit with: sudo sysctl {limit}=<higher value>"
-    )
+        if "Too many open files" in text or "os error 24" in text:
+            limit = "fs.inotify.max_user_instances"
+        else:
+            limit = "fs.inotify.max_user_watches"
+        message = (
+            f"pi-server: cannot watch the session folders ({text.split(' about ')[0]}); "
+            f"{every}. Raise the limit with: sudo sysctl {limit}=<higher value>"
+        )
     log.warning("%s", message)
     ls.notify("window/showMessage", {"type": 2, "message": message})
 

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from pi_server.server import offcore, pool
+from pi_server.server import notify, offcore, pool
 from pi_server.server.worker import BACKGROUND, REQUEST
 from pi_server.store.discovery import query_tokens
 from pi_server.store.names import display, is_utf8, to_wire
@@ -35,7 +35,20 @@ async def list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit:
     if running is None:
         running = _running[key] = asyncio.ensure_future(_list_sessions(ls, cwd, query, limit))
         running.add_done_callback(lambda _f: _running.pop(key, None))
-    return [_wire_info(info) for info in await asyncio.shield(running)]
+    listed = [_wire_info(info) for info in await asyncio.shield(running)]
+    report_refreshed(ls)
+    return listed
+
+
+def report_refreshed(ls: PiServer) -> None:
+    """A listing that re-read a served file which grew (before the watcher, or polling, said so)
+    notifies what it found, as the watcher would have: the watcher then finds nothing new."""
+    pending = ls.registry.unreported
+    found = [upd for upd in (pending.pop(0) for _ in range(len(pending))) if upd is not None]  # pops: atomic
+    for upd in found:
+        notify.session_updated(ls, upd.session, upd.appended, upd.leaf_id, upd.reset)
+    if found:
+        notify.sessions_changed(ls, [], [], [upd.session for upd in found])
 
 
 def _wire_info(info: dict) -> dict:

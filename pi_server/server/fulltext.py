@@ -19,6 +19,7 @@ from pi_server.fulltext import search as fts_search
 from pi_server.fulltext.db import FullText
 from pi_server.fulltext.query import BadQuery, parse
 from pi_server.server import activity, errors
+from pi_server.store.names import from_wire
 
 log = logging.getLogger("pi_server")
 PiServer = Any  # server.host.Host
@@ -169,5 +170,5 @@ async def search(ls: PiServer, p: Any) -> dict[str, Any]:
         raise errors.InvalidParams(f"query: {e}") from None
     ix = indexer(ls)
     if p.sessions is not None:
-        p.sessions = [os.path.abspath(s) for s in p.sessions]
+        p.sessions = [os.path.abspath(from_wire(s)) for s in p.sessions]
     return await ix.call(ix._search, q, p)

@@ -51,9 +51,11 @@ def diff(before: Snapshot, after: Snapshot) -> Changes:
     return changes
 
 
-async def poll_roots(roots: list[str], stop: asyncio.Event, handle: Callable[[Changes], Awaitable[None]]) -> None:
-    """Hand each pass's changes to `handle` until `stop` is set."""
-    last = await asyncio.to_thread(snapshot, roots)
+async def poll_roots(
+    roots: list[str], stop: asyncio.Event, handle: Callable[[Changes], Awaitable[None]], baseline: Snapshot | None = None
+) -> None:
+    """Hand each pass's changes (since `baseline`, else since the first pass) to `handle` until `stop` is set."""
+    last = baseline if baseline is not None else await asyncio.to_thread(snapshot, roots)
     while not stop.is_set():
         started = time.monotonic()
         current = await asyncio.to_thread(snapshot, roots)

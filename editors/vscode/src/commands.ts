@@ -8,6 +8,7 @@ import { openEntry } from "./entryDocs";
 import { oneLine } from "./format";
 import { FILTERS, type Filter, type Rpc, type SwitchResult, type TreeRow } from "./protocol";
 import { searchAll } from "./search";
+import { openSessionFile } from "./sessionFileDocs";
 import type { Sidebar } from "./sidebar";
 import { fetchStats, statsMessage } from "./stats";
 import { openSystem } from "./systemDocs";
@@ -149,9 +150,7 @@ export function registerCommands(subscriptions: { dispose(): unknown }[], d: Com
     return stats;
   });
   cmd("piSessions.openEntry", (arg) => openEntry(s.treeSession(), s.rowOf(arg).id));
-  cmd("piSessions.openSessionFile", async (arg) => {
-    await api.showTextDocument(await api.openDocument(api.Uri.file(s.sessionOf(arg))));
-  });
+  cmd("piSessions.openSessionFile", (arg) => openSessionFile(s.sessionOf(arg)));
   registerChatCommands(subscriptions, d);
   cmd("piSessions.showLog", () => d.showLog());
   cmd("piSessions.restartServer", () => d.restartServer());

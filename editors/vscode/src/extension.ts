@@ -6,6 +6,7 @@ import type { ChatPanel } from "./chatPanel";
 import { Chats } from "./chats";
 import { registerCommands } from "./commands";
 import { registerEntryDocuments } from "./entryDocs";
+import { registerSessionFileDocuments } from "./sessionFileDocs";
 import { registerSystemDocuments } from "./systemDocs";
 import { ServerLink } from "./link";
 import { type Connection, errorMessage, type SessionsChanged, type SessionUpdated } from "./protocol";
@@ -85,7 +86,7 @@ export async function activate(context: vscode.ExtensionContext, deps: Deps = {}
       if (tree.session) await tree.reload();
     },
   });
-  subs.push(registerEntryDocuments(rpc), registerSystemDocuments(rpc));
+  subs.push(registerEntryDocuments(rpc), registerSystemDocuments(rpc), registerSessionFileDocuments());
 
   const reloadTreeSoon = debounce(() => void tree.reload().catch(showError), 50); // live updates: a burst, one reload
   const reloadSessionsSoon = debounce(() => void sidebar.reloadSessions().catch(showError), 150);

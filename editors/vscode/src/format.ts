@@ -56,6 +56,35 @@ export function liveDetails(live: LiveInfo): string {
   return parts.join(" · ");
 }
 
+/**
+ * The bytes of the path a `file:` URI names (no host, or `localhost`), each `%XX` one byte; undefined for
+ * anything else. pi-server sends a file whose name is not UTF-8 as such a URI (docs/protocol.md,
+ * "Session files"), since no JSON string can carry those bytes.
+ */
+export function fileUriBytes(session: string): Buffer | undefined {
+  const m = /^file:(?:\/\/(?:localhost)?)?(\/[^?#]*)$/i.exec(session);
+  if (!m) return undefined;
+  const parts = m[1].split(/(%[0-9A-Fa-f]{2})/);
+  return Buffer.concat(parts.map((p) => (/^%[0-9A-Fa-f]{2}$/.test(p) ? Buffer.from([parseInt(p.slice(1), 16)]) : Buffer.from(p, "utf8"))));
+}
+
+/**
+ * A session's file as a person reads it: the listing's `displayPath` when it has one, else the path a
+ * `file:` URI names with the bytes that are not UTF-8 shown as U+FFFD (as the server shows them), else the
+ * path itself. `session` stays what the server sent: this is for showing only.
+ */
+export function displayPath(session: string, info?: { displayPath?: string }): string {
+  if (info?.displayPath) return info.displayPath;
+  const bytes = fileUriBytes(session);
+  return bytes ? new TextDecoder("utf-8").decode(bytes) : session;
+}
+
+/** The file name of a session's file, as shown. */
+export function displayName(session: string, info?: { displayPath?: string }): string {
+  const p = displayPath(session, info);
+  return p.slice(p.lastIndexOf("/") + 1);
+}
+
 /** `~/src/app` for a cwd under the home folder. */
 export function shortPath(path: string, home: string | undefined): string {
   if (home && (path === home || path.startsWith(`${home}/`))) return `~${path.slice(home.length)}`;

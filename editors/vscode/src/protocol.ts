@@ -27,6 +27,8 @@ export interface SessionInfo {
   leafId: string | null;
   /** Absent when no pi with the extension holds the session. */
   live?: LiveInfo;
+  /** With a `session` that is a `file:` URI (a file name that is not UTF-8): the path as shown, U+FFFD for such bytes. */
+  displayPath?: string;
 }
 
 export interface TreeRow {

@@ -1,9 +1,8 @@
 // The two views in the side bar: their tree widgets, titles and messages, and which row or session a
 // command acts on.
-import * as path from "node:path";
 import type * as vscode from "vscode";
 import { openEntry } from "./entryDocs";
-import { liveDetails, liveLine, oneLine, sessionTitle } from "./format";
+import { displayName, liveDetails, liveLine, oneLine, sessionTitle } from "./format";
 import type { SessionUpdated, TreeRow } from "./protocol";
 import type { SessionsModel } from "./sessionsModel";
 import { statsLine, statsMessage } from "./stats";
@@ -44,7 +43,7 @@ export class Sidebar {
   describeTree(): void {
     const { tree, sessions, treeTv } = this;
     const info = tree.session ? sessions.find(tree.session) : undefined;
-    const parts = [info ? oneLine(sessionTitle(info), 40) : tree.session ? path.basename(tree.session) : ""];
+    const parts = [info ? oneLine(sessionTitle(info), 40) : tree.session ? displayName(tree.session) : ""];
     if (tree.live) parts.push(liveLine(tree.live));
     if (tree.filter !== "default") parts.push(tree.filter);
     if (tree.search) parts.push(`“${tree.search}”`);
@@ -133,7 +132,7 @@ export class Sidebar {
       await this.tree.setFilter("all");
       row = (await this.tree.find(id)) ?? standIn();
     }
-    if (!row) throw new Error(`Entry ${id} is no longer in ${path.basename(session)}.`);
+    if (!row) throw new Error(`Entry ${id} is no longer in ${displayName(session, this.sessions.find(session))}.`);
     await this.treeTv.reveal(this.treeView.element(row), { select: true, focus: true, expand: true });
     await openEntry(session, id);
   }

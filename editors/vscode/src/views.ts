@@ -2,7 +2,7 @@
 import * as os from "node:os";
 import type * as vscode from "vscode";
 import { type EditState, editable } from "./contextEdits";
-import { isToolRow, liveDetails, liveLine, oneLine, rowLine, rowText, sessionDescription, sessionTitle, shortPath } from "./format";
+import { displayPath, fileUriBytes, isToolRow, liveDetails, liveLine, oneLine, rowLine, rowText, sessionDescription, sessionTitle, shortPath } from "./format";
 import type { TreeRow } from "./protocol";
 import type { ProjectGroup, SessionNode, SessionsModel } from "./sessionsModel";
 import { canFold, type TreeModel } from "./treeModel";
@@ -51,11 +51,12 @@ export class SessionsProvider implements vscode.TreeDataProvider<SessionsElement
     if (info.name) tip.appendMarkdown(`**${escapeMd(info.name)}**\n\n`);
     tip.appendText(info.firstMessage ? `${info.firstMessage.slice(0, 400)}\n\n` : "");
     tip.appendMarkdown(`${info.messageCount} messages · ${info.entryCount} entries · modified ${new Date(info.modified).toLocaleString()}\n\n`);
-    if (info.parentSession) tip.appendMarkdown(`forked from \`${info.parentSession}\`\n\n`);
-    tip.appendMarkdown(`\`${info.session}\``);
+    if (info.parentSession) tip.appendMarkdown("forked from ").appendText(`${displayPath(info.parentSession)}\n\n`);
+    tip.appendText(displayPath(info.session, info));
     item.tooltip = tip;
     item.contextValue = "session";
-    item.resourceUri = api.Uri.file(info.session);
+    // a name that is not UTF-8 comes as its file: URI, which is already a URI
+    item.resourceUri = fileUriBytes(info.session) ? api.Uri.parse(info.session) : api.Uri.file(info.session);
     item.command = { command: "piSessions.openSession", title: "Show Tree", arguments: [info.session] };
     return item;
   }

@@ -179,14 +179,14 @@ function M.render(model)
 end
 
 local function buf_name(session)
-  return "pi-chat://" .. (session and vim.fn.fnamemodify(session, ":t:r") or "new")
+  return "pi-chat://" .. (session and require("pi_sessions.names").display_name(session, nil, true) or "new")
 end
 
 -- A new session's chat is "pi-chat://new" until pi has written its file;
 -- from then on it is named after the session, as a chat opened on it is.
 local function follow_session_name(chat)
   local session = chat.model.session
-  if not session or chat.named == session or not vim.uv.fs_stat(session) then
+  if not session or chat.named == session or not vim.uv.fs_stat(require("pi_sessions.names").path(session)) then
     return
   end
   local old = vim.api.nvim_buf_get_name(chat.buf)

@@ -16,7 +16,7 @@ function M.current_session()
   end
   local name = vim.api.nvim_buf_get_name(0)
   if name:match("%.jsonl$") then
-    return vim.fs.normalize(name)
+    return require("pi_sessions.names").session(name)
   end
 end
 
@@ -46,7 +46,7 @@ function M.open(format)
     end
     -- the messages first: entryIds (one per message) would push them hundreds of lines down
     local lines = vim.split(util.json(result, nil, M.KEY_ORDER), "\n", { plain = true })
-    M.last_buf = util.scratch(lines, "json", ("pi-context://%s/%s/%s"):format(vim.fn.fnamemodify(session, ":t:r"), result.leafId or "root", format))
+    M.last_buf = util.scratch(lines, "json", ("pi-context://%s/%s/%s"):format(require("pi_sessions.names").display_name(session, nil, true), result.leafId or "root", format))
   end)
 end
 

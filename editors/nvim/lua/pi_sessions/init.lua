@@ -69,7 +69,8 @@ end
 
 local function session_for_command(arg, cb)
   if arg and arg ~= "" then
-    return cb(vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(arg), ":p")))
+    local names = require("pi_sessions.names")
+    return cb(names.session(names.uri_path(arg) and arg or vim.fn.expand(arg)))
   end
   local s = require("pi_sessions.context").current_session()
   if s then
@@ -135,7 +136,7 @@ function M.fork()
   target_leaf(session, function(leaf)
     client.request("pi/fork", { session = session, leafId = leaf }, function(err, result)
       if not err then
-        require("pi_sessions.util").info("forked into " .. vim.fn.fnamemodify(result.session, ":t"))
+        require("pi_sessions.util").info("forked into " .. require("pi_sessions.names").display_name(result.session))
         require("pi_sessions.tree").open(result.session)
       end
     end)

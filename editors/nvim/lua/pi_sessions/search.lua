@@ -65,7 +65,7 @@ function M.qf_items(hits)
   local out = {}
   for _, hit in ipairs(hits) do
     out[#out + 1] = {
-      filename = hit.session,
+      filename = require("pi_sessions.names").path(hit.session), -- a URI's file: its path as bytes
       pattern = '\\V"id":"' .. hit.entryId .. '"',
       text = M.item_text(hit),
       user_data = { session = hit.session, entryId = hit.entryId },
@@ -81,7 +81,7 @@ function M.open(hit, on_done)
     entry = hit.entryId,
     on_found = function(found)
       if not found then
-        util.info(("entry %s is not in the tree of %s"):format(hit.entryId, vim.fn.fnamemodify(hit.session, ":t")))
+        util.info(("entry %s is not in the tree of %s"):format(hit.entryId, require("pi_sessions.names").display_name(hit.session)))
       end
       local win = tree.win()
       if win then

@@ -73,7 +73,7 @@ function M.open(session, leaf_id)
     if tree.win() == vim.api.nvim_get_current_win() then
       vim.cmd("wincmd p")
     end
-    local name = ("pi-system://%s/%s"):format(vim.fn.fnamemodify(session, ":t:r"), result.leafId or "root")
+    local name = ("pi-system://%s/%s"):format(require("pi_sessions.names").display_name(session, nil, true), result.leafId or "root")
     M.last_buf = util.scratch(M.lines(result), "markdown", name)
   end)
 end

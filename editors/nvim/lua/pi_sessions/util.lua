@@ -97,11 +97,9 @@ function M.relative_time(iso, now)
   return math.floor(diff / (86400 * 365)) .. "y ago"
 end
 
+--- Two sessions name the same file (a `file:` URI and a path alike).
 function M.same_path(a, b)
-  if not a or not b then
-    return false
-  end
-  return vim.fs.normalize(a) == vim.fs.normalize(b)
+  return require("pi_sessions.names").same(a, b)
 end
 
 local function scratch_buf(lines, ft, name)

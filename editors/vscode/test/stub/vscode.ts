@@ -115,6 +115,18 @@ export class TreeItem {
   ) {}
 }
 
+// VS Code's own decoding (its uri.ts): a run that is not UTF-8 stays encoded, three characters at a time.
+function decodeGraceful(str: string): string {
+  try {
+    return decodeURIComponent(str);
+  } catch {
+    return str.length > 3 ? str.slice(0, 3) + decodeGraceful(str.slice(3)) : str;
+  }
+}
+function percentDecode(str: string): string {
+  return str.replace(/(%[0-9A-Za-z][0-9A-Za-z])+/g, decodeGraceful);
+}
+
 export class Uri {
   private constructor(
     readonly scheme: string,
@@ -126,6 +138,11 @@ export class Uri {
   }
   static from(c: { scheme: string; path?: string; query?: string }): Uri {
     return new Uri(c.scheme, c.path ?? "", c.query ?? "");
+  }
+  /** As VS Code parses: the path percent-decoded as UTF-8, a `%XX` that is not left as those characters. */
+  static parse(value: string): Uri {
+    const m = /^(([^:/?#]+?):)?(\/\/([^/?#]*))?([^?#]*)(\?([^#]*))?(#(.*))?/.exec(value)!;
+    return new Uri(m[2] ?? "", percentDecode(m[5] ?? ""), percentDecode(m[7] ?? ""));
   }
   get fsPath(): string {
     return this.path;

@@ -38,8 +38,9 @@ local function fork(sb, leaf_id)
     if err then
       return
     end
-    util.info("forked into " .. vim.fn.fnamemodify(result.session, ":t"))
-    paging.show(sb, vim.fs.normalize(result.session))
+    local names = require("pi_sessions.names")
+    util.info("forked into " .. names.display_name(result.session))
+    paging.show(sb, names.session(result.session))
   end)
 end
 

@@ -153,10 +153,11 @@ local function create()
   return sb
 end
 
---- Open this tab's sidebar on `session` (path of the .jsonl file).
+--- Open this tab's sidebar on `session` (path of the .jsonl file, or the
+--- `file:` URI the server gives a name that is not UTF-8).
 --- opts.name: the header's title; opts.on_done: called when rows are drawn.
 function M.open(session, opts)
-  session = vim.fs.normalize(vim.fn.fnamemodify(session, ":p"))
+  session = require("pi_sessions.names").session(session)
   local sb = sidebar.get() or create()
   window.open(sb)
   paging.show(sb, session, opts)

@@ -249,7 +249,7 @@ function M.show(sb, session, opts)
     sb.rows, sb.pages, sb.total, sb.edits, sb.stats = {}, {}, 0, {}, nil
   end
   sb.session = session
-  sb.name = opts.name or vim.fn.fnamemodify(session, ":t:r")
+  sb.name = opts.name or require("pi_sessions.names").display_name(session, nil, true)
   draw.reset(sb, 0)
   -- opts.entry: the cursor goes to that entry's row (opts.on_found(found) after), else to the leaf
   M.refresh(sb, { focus = "leaf", focus_id = opts.entry, on_found = opts.on_found, on_done = opts.on_done })
