@@ -26,20 +26,40 @@ class Query:
         """Terms the trigram index can narrow by."""
         return [t for t in (self.literals if self.regex else self.terms) if len(t) >= MIN_GRAM]
 
+    def __post_init__(self) -> None:
+        # a phrase as a pattern over lower-cased text with its whitespace as found
+        self.phrases = [re.compile(r"\s+".join(map(re.escape, t.split()))) for t in self.terms if len(t.split()) > 1]
+
+    def chunk_may_match(self, low: str) -> bool:
+        """`may_match`, and each phrase found as a phrase: the test of a chunk's text."""
+        return self.may_match(low) and all(p.search(low) for p in self.phrases)
+
+    def may_match(self, low: str) -> bool:
+        """Whether lower-cased `low` holds every word of the terms (a regex: of its literal
+        parts), a quick test before the exact one."""
+        return all(w in low for t in (self.literals if self.regex else self.terms) for w in t.split())
+
     def spans(self, text: str) -> list[tuple[int, int]] | None:
         """Where the query matches `text` (None: it does not)."""
         if self.regex is not None:  # in-process only where no budget is needed (see regexrun)
             from pi_server.fulltext.regexrun import spans
 
             return spans(self.regex, text)
-        low = _WS.sub(" ", text.lower()) if any(" " in t for t in self.terms) else text.lower()
-        out = []
-        for t in self.terms:
-            i = low.find(t)
-            if i < 0:
-                return None
-            out.append((i, i + len(t)))
-        return sorted(out)
+        low = text.lower()
+        found = _find(self.terms, low)
+        if found is None and self.phrases:  # a phrase across other whitespace, or several spaces
+            found = _find(self.terms, _WS.sub(" ", low))
+        return found
+
+
+def _find(terms: list[str], low: str) -> list[tuple[int, int]] | None:
+    out = []
+    for t in terms:
+        i = low.find(t)
+        if i < 0:
+            return None
+        out.append((i, i + len(t)))
+    return sorted(out)
 
 
 def parse(query: str) -> Query:
