@@ -181,3 +181,41 @@ async def test_hostile_file_never_stops_the_others(store: dict[str, Any]) -> Non
         assert got["total"] == 2
         got = await c.call("pi/search", {"query": "quokkafind"})
         assert [h["entryId"] for h in got["hits"]] == ["x4"]
+
+
+async def test_full_disk_answers_what_is_indexed_and_resumes(store: dict[str, Any]) -> None:
+    """The daemon's files may not grow past 64 KiB (RLIMIT_FSIZE, as a full disk refuses a
+    write): search answers from what is indexed, the rest pending; once the limit is lifted
+    indexing resumes by itself."""
+    import random
+    import resource
+
+    rnd = random.Random(5)
+    words = [
+        "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(4, 12))) for _ in range(400_000)
+    ]
+    texts = [" ".join(words[i : i + 10_000]) for i in range(0, len(words), 10_000)] + ["the wombatquill is here"]
+    async with server(*store["argv"]) as c:
+        await search_until(c, {"query": "parser"}, _ready)
+        pid = c.serving_pid()
+        hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)[1]
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (64 << 10, hard))
+        try:
+            write_session(store["root"] / "--w--" / "big.jsonl", texts, start_ts=40)
+            log = store["state"] / "daemon.log"
+            deadline = asyncio.get_running_loop().time() + 20
+            while "full-text index: cannot write" not in log.read_text(errors="replace"):
+                assert asyncio.get_running_loop().time() < deadline, "the write was never refused"
+                await asyncio.sleep(0.1)
+            got = await c.call("pi/search", {"query": "parser"})
+            assert got["total"] == 2 and got["pendingFiles"] >= 1
+            got = await c.call("pi/search", {"query": "wombatquill"})
+            assert got["total"] == 0 and got["pendingFiles"] >= 1
+            assert len((await c.call("pi/listSessions", {}))["sessions"]) == 3  # still serving
+        finally:
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (hard, hard))
+        got = await search_until(c, {"query": "wombatquill"}, lambda g: g["total"] == 1, timeout=30)
+        assert got["total"] == 1 and got["pendingFiles"] == 0
+        assert got["hits"][0]["entryId"] == f"e{len(texts) + 4000:07x}"
+        got = await c.call("pi/search", {"query": words[123_456]})
+        assert got["total"] >= 1
