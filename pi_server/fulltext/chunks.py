@@ -3,7 +3,7 @@ entries, each stored as its entries' text (compressed, with where each entry sta
 and indexed as the set of its lower-cased words.
 
 A chunk's body is zlib of a JSON line `[[id, type, role, ms, offset], ...]` followed by
-the entries' texts joined by newlines (UTF-8), `offset` where each starts. Checking a candidate
+the entries' texts joined by newlines (UTF-8), `offset` the byte where each starts. Checking a candidate
 reads this, never the session file. The index is given each distinct whitespace-
 separated word once: a query is narrowed by the trigrams inside its words (never
 across them), so nothing it asks for is lost, and the trigram tokenizer does a
@@ -12,6 +12,7 @@ fraction of the work.
 
 from __future__ import annotations
 
+import re
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,9 +20,12 @@ from typing import Any
 import orjson
 
 from pi_server.fulltext.extract import entry_ms, entry_role, entry_text, parse_line
+from pi_server.fulltext.query import CJK_MARK, CJK_RUN
 from pi_server.store import entry_types as et
 from pi_server.store.content import join_text
 
+# the only characters outside ASCII that lower-case to ASCII (İ, the Kelvin sign)
+LOWERS_TO_ASCII = re.compile("\u0130|\u212a".encode())
 CHUNK_CHARS = 32 << 10  # text per chunk: larger chunks share trigrams (a smaller index)
 ZLIB_LEVEL = 6
 
@@ -44,13 +48,18 @@ class Parsed:
 
 
 def index_words(text: str) -> str:
-    return " ".join(set(text.lower().split()))
+    low = text.lower()
+    words = set(low.split())
+    # two characters of a CJK run are a term of their own: each pair is given as one trigram
+    for run in CJK_RUN.findall(low):
+        words.update(CJK_MARK + run[i : i + 2] for i in range(len(run) - 1))
+    return " ".join(words)
 
 
 def _chunk(ents: list[list[Any]], texts: list[str], ts: int) -> Chunk:
-    text = "\n".join(texts)
-    body = zlib.compress(orjson.dumps(ents) + b"\n" + text.encode("utf-8", "surrogatepass"), ZLIB_LEVEL)
-    return Chunk(ts, body, index_words(text))
+    raw = b"\n".join(t.encode("utf-8", "surrogatepass") for t in texts)
+    body = zlib.compress(orjson.dumps(ents) + b"\n" + raw, ZLIB_LEVEL)
+    return Chunk(ts, body, index_words("\n".join(texts)))
 
 
 def parse_lines(data: bytes) -> Parsed:
@@ -58,7 +67,7 @@ def parse_lines(data: bytes) -> Parsed:
     out = Parsed()
     ents: list[list[Any]] = []
     texts: list[str] = []
-    size = ts = 0
+    size = at = ts = 0
     for line in data.split(b"\n"):
         e = parse_line(line) if line.strip() else None
         if e is None:
@@ -72,24 +81,29 @@ def parse_lines(data: bytes) -> Parsed:
             out.first = join_text(e["message"].get("content"), " ") or None
         if not t:
             continue
-        ents.append([e["id"], kind if isinstance(kind, str) else "", role, ms, size + len(texts)])
+        ents.append([e["id"], kind if isinstance(kind, str) else "", role, ms, at])
         texts.append(t)
         size += len(t)
+        at += len(t.encode("utf-8", "surrogatepass")) + 1
         if size >= CHUNK_CHARS:
             out.chunks.append(_chunk(ents, texts, ts))
             out.chars += size
-            ents, texts, size, ts = [], [], 0, 0
+            ents, texts, size, at, ts = [], [], 0, 0, 0
     if texts:
         out.chunks.append(_chunk(ents, texts, ts))
         out.chars += size
     return out
 
 
-def unpack(body: bytes) -> tuple[bytes, str]:
-    """A chunk's entries (see `entries`) and text."""
+def unpack(body: bytes) -> tuple[bytes, bytes]:
+    """A chunk's entries (see `entries`) and text (UTF-8, see `decode`)."""
     data = zlib.decompress(body)
     cut = data.index(b"\n")
-    return data[:cut], data[cut + 1 :].decode("utf-8", "surrogatepass")
+    return data[:cut], data[cut + 1 :]
+
+
+def decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogatepass")
 
 
 def entries(head: bytes) -> list[list[Any]]:
@@ -99,6 +113,6 @@ def entries(head: bytes) -> list[list[Any]]:
 
 
 def bounds(ents: list[list[Any]], size: int) -> list[tuple[int, int]]:
-    """Where each entry's text is in the chunk's text."""
+    """Where each entry's text is in the chunk's text (bytes)."""
     ends = [e[4] - 1 for e in ents[1:]] + [size]
     return [(e[4], end) for e, end in zip(ents, ends, strict=True)]
