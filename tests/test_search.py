@@ -219,3 +219,41 @@ async def test_full_disk_answers_what_is_indexed_and_resumes(store: dict[str, An
         assert got["hits"][0]["entryId"] == f"e{len(texts) + 4000:07x}"
         got = await c.call("pi/search", {"query": words[123_456]})
         assert got["total"] >= 1
+
+
+async def test_an_index_of_another_format_is_set_aside_and_rebuilt(store: dict[str, Any]) -> None:
+    store["state"].mkdir(parents=True, exist_ok=True)
+    old = sqlite3.connect(store["state"] / "fulltext.sqlite")
+    old.executescript("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES('format', '1');")
+    old.commit()
+    old.close()
+    async with server(*store["argv"]) as c:
+        got = await search_until(c, {"query": "parser"}, _ready)
+        assert got["total"] == 2
+    assert any(p.name.startswith("fulltext.sqlite.bad-") for p in store["state"].iterdir())
+
+
+async def test_long_sessions_span_many_chunks(store: dict[str, Any]) -> None:
+    """Entries in every chunk of a long session are found and named exactly; phrases match
+    across any whitespace; text outside ASCII is matched case-insensitively."""
+    filler = " ".join(f"word{i}" for i in range(3000))  # ~26 KB: a chunk holds one or two
+    texts = [f"{filler} marker{i:03d}" for i in range(40)]
+    texts[7] = f"{filler} the\n\t quick  brown fox"
+    texts[33] = f"{filler} ÉCOLE Ünïcode ΣΟΦΊΑ"
+    texts[20] = f"{filler} \u212aELVIN alpha\u00a0\u3000beta"  # the Kelvin sign lower-cases to k
+    ids = write_session(store["root"] / "--w--" / "long.jsonl", texts, start_ts=20)
+    async with server(*store["argv"]) as c:
+        await search_until(c, {"query": "parser"}, lambda g: g["pendingFiles"] == 0 and g["indexedFiles"] >= 3)
+        for i in (0, 19, 39):
+            got = await c.call("pi/search", {"query": f"marker{i:03d}"})
+            assert [h["entryId"] for h in got["hits"]] == [ids[i]]
+        got = await c.call("pi/search", {"query": "word2999", "limit": 100})
+        assert got["total"] == 40 and len({h["entryId"] for h in got["hits"]}) == 40
+        got = await c.call("pi/search", {"query": '"the quick brown"'})
+        assert [h["entryId"] for h in got["hits"]] == [ids[7]]
+        got = await c.call("pi/search", {"query": "école ünÏcode σοφία"})
+        assert [h["entryId"] for h in got["hits"]] == [ids[33]]
+        got = await c.call("pi/search", {"query": '"kelvin alpha beta"'})
+        assert [h["entryId"] for h in got["hits"]] == [ids[20]]
+        got = await c.call("pi/search", {"query": '"quick fox"'})
+        assert got["total"] == 0
