@@ -53,7 +53,9 @@ def index_words(text: str) -> str:
     # two characters of a CJK run are a term of their own: each pair is given as one trigram
     for run in CJK_RUN.findall(low):
         words.update(CJK_MARK + run[i : i + 2] for i in range(len(run) - 1))
-    return " ".join(words)
+    # words of one or two characters hold no trigram; a joint of two separators (which no
+    # word holds) gives fewer distinct trigrams across words than one space: a smaller index
+    return "\x1f\x1f".join([w for w in words if len(w) > 2])
 
 
 def _chunk(ents: list[list[Any]], texts: list[str], ts: int) -> Chunk:
