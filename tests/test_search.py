@@ -181,3 +181,79 @@ async def test_hostile_file_never_stops_the_others(store: dict[str, Any]) -> Non
         assert got["total"] == 2
         got = await c.call("pi/search", {"query": "quokkafind"})
         assert [h["entryId"] for h in got["hits"]] == ["x4"]
+
+
+async def test_full_disk_answers_what_is_indexed_and_resumes(store: dict[str, Any]) -> None:
+    """The daemon's files may not grow past 64 KiB (RLIMIT_FSIZE, as a full disk refuses a
+    write): search answers from what is indexed, the rest pending; once the limit is lifted
+    indexing resumes by itself."""
+    import random
+    import resource
+
+    rnd = random.Random(5)
+    words = [
+        "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(4, 12))) for _ in range(400_000)
+    ]
+    texts = [" ".join(words[i : i + 10_000]) for i in range(0, len(words), 10_000)] + ["the wombatquill is here"]
+    async with server(*store["argv"]) as c:
+        await search_until(c, {"query": "parser"}, _ready)
+        pid = c.serving_pid()
+        hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)[1]
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (64 << 10, hard))
+        try:
+            write_session(store["root"] / "--w--" / "big.jsonl", texts, start_ts=40)
+            log = store["state"] / "daemon.log"
+            deadline = asyncio.get_running_loop().time() + 20
+            while "full-text index: cannot write" not in log.read_text(errors="replace"):
+                assert asyncio.get_running_loop().time() < deadline, "the write was never refused"
+                await asyncio.sleep(0.1)
+            got = await c.call("pi/search", {"query": "parser"})
+            assert got["total"] == 2 and got["pendingFiles"] >= 1
+            got = await c.call("pi/search", {"query": "wombatquill"})
+            assert got["total"] == 0 and got["pendingFiles"] >= 1
+            assert len((await c.call("pi/listSessions", {}))["sessions"]) == 3  # still serving
+        finally:
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (hard, hard))
+        got = await search_until(c, {"query": "wombatquill"}, lambda g: g["total"] == 1, timeout=30)
+        assert got["total"] == 1 and got["pendingFiles"] == 0
+        assert got["hits"][0]["entryId"] == f"e{len(texts) + 4000:07x}"
+        got = await c.call("pi/search", {"query": words[123_456]})
+        assert got["total"] >= 1
+
+
+async def test_an_index_of_another_format_is_set_aside_and_rebuilt(store: dict[str, Any]) -> None:
+    store["state"].mkdir(parents=True, exist_ok=True)
+    old = sqlite3.connect(store["state"] / "fulltext.sqlite")
+    old.executescript("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES('format', '1');")
+    old.commit()
+    old.close()
+    async with server(*store["argv"]) as c:
+        got = await search_until(c, {"query": "parser"}, _ready)
+        assert got["total"] == 2
+    assert any(p.name.startswith("fulltext.sqlite.bad-") for p in store["state"].iterdir())
+
+
+async def test_long_sessions_span_many_chunks(store: dict[str, Any]) -> None:
+    """Entries in every chunk of a long session are found and named exactly; phrases match
+    across any whitespace; text outside ASCII is matched case-insensitively."""
+    filler = " ".join(f"word{i}" for i in range(3000))  # ~26 KB: a chunk holds one or two
+    texts = [f"{filler} marker{i:03d}" for i in range(40)]
+    texts[7] = f"{filler} the\n\t quick  brown fox"
+    texts[33] = f"{filler} ÉCOLE Ünïcode ΣΟΦΊΑ"
+    texts[20] = f"{filler} \u212aELVIN alpha\u00a0\u3000beta"  # the Kelvin sign lower-cases to k
+    ids = write_session(store["root"] / "--w--" / "long.jsonl", texts, start_ts=20)
+    async with server(*store["argv"]) as c:
+        await search_until(c, {"query": "parser"}, lambda g: g["pendingFiles"] == 0 and g["indexedFiles"] >= 3)
+        for i in (0, 19, 39):
+            got = await c.call("pi/search", {"query": f"marker{i:03d}"})
+            assert [h["entryId"] for h in got["hits"]] == [ids[i]]
+        got = await c.call("pi/search", {"query": "word2999", "limit": 100})
+        assert got["total"] == 40 and len({h["entryId"] for h in got["hits"]}) == 40
+        got = await c.call("pi/search", {"query": '"the quick brown"'})
+        assert [h["entryId"] for h in got["hits"]] == [ids[7]]
+        got = await c.call("pi/search", {"query": "école ünÏcode σοφία"})
+        assert [h["entryId"] for h in got["hits"]] == [ids[33]]
+        got = await c.call("pi/search", {"query": '"kelvin alpha beta"'})
+        assert [h["entryId"] for h in got["hits"]] == [ids[20]]
+        got = await c.call("pi/search", {"query": '"quick fox"'})
+        assert got["total"] == 0

@@ -1,45 +1,47 @@
 """The full-text index database in the state dir.
 
-A session file is indexed in chunks: runs of consecutive lines (at most `CHUNK_BYTES`
-of text) form one row of a contentless trigram FTS5 table without positions, which
-keeps the index a fraction of the text. A query narrows to the chunks holding every
-trigram of its terms, then re-reads those byte ranges of the session files and checks
-each entry exactly (terms shorter than a trigram are only checked that way). A file
-that only grew is indexed from where indexing stopped; one rewritten, replaced or
-deleted has its chunks dropped (their FTS rows stay until the next rebuild, unreachable).
-A database that cannot be read is set aside and built anew.
+A session file is indexed in chunks (fulltext/chunks.py): runs of consecutive entries
+whose text is kept compressed in `chunks` and whose distinct words are a row of a
+contentless trigram FTS5 table without positions. A query narrows to the chunks
+holding every trigram of its words, then checks each entry of those chunks exactly
+against the stored text (terms shorter than a trigram are only checked that way). A
+file that only grew is indexed from where indexing stopped; one rewritten, replaced or
+deleted has its chunks dropped, and their rows taken out of the FTS table. A database
+that cannot be read, or of another format, is set aside and built anew.
+
+Writes are batched: indexing steps join one transaction until `COMMIT_CHARS` of text
+or `flush()` (each commit turns FTS5's pending terms into a segment, and fewer, larger
+segments are cheaper to write and merge). A batch that fails (a full disk) is rolled
+back whole; `abort()` names the files whose progress it took back.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
-from pi_server.fulltext.extract import entry_ms, entry_role, entry_text, parse_line
+from pi_server.fulltext import chunks as ch
 from pi_server.fulltext.query import Query
-from pi_server.store import entry_types as et
-from pi_server.store.content import join_text
+from pi_server.store.cache import HEAD, fingerprint, head_hash
 from pi_server.store.names import from_wire, to_wire
 
 log = logging.getLogger("pi_server")
-FORMAT = "1"
-CHUNK_BYTES = 8 << 10  # text per FTS row: larger rows share trigrams, a smaller index
+FORMAT = "2"  # bumped whenever chunks or their index words change (forget() gives them again)
 STEP_BYTES = 1 << 20  # file bytes read per indexing step (a request arriving meanwhile shares the CPU with it)
-HEAD = 4096
+COMMIT_CHARS = 8 << 20  # text per transaction while a batch of steps runs
+HASH_BYTES = 32 << 20  # FTS5's pending terms kept in memory before written as a segment
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, dev INT, ino INT,
   size INT, mtime_ns INT, head BLOB, done INT, name TEXT, first TEXT);
-CREATE TABLE IF NOT EXISTS chunks(id INTEGER PRIMARY KEY, file INT NOT NULL, start INT, end INT, ts INT);
+CREATE TABLE IF NOT EXISTS chunks(id INTEGER PRIMARY KEY, file INT NOT NULL, ts INT, body BLOB);
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file);
 CREATE INDEX IF NOT EXISTS chunks_ts ON chunks(ts);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='trigram', detail=none, content='');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='trigram case_sensitive 1', detail=none, content='');
 """
 
 
@@ -54,14 +56,13 @@ class Hit:
     spans: list[tuple[int, int]]
 
 
-def _head(fd: int, size: int) -> bytes:
-    return hashlib.blake2b(os.pread(fd, min(size, HEAD), 0), digest_size=16).digest()
-
-
 class FullText:
     def __init__(self, path: str) -> None:
         self.path = path
         self.db = self._open()
+        self.batch: set[str] = set()  # files written by the open transaction
+        self.batch_chars = 0
+        self.in_tx = False
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -79,12 +80,14 @@ class FullText:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
+            fresh = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
             db.executescript(SCHEMA)
             row = db.execute("SELECT value FROM meta WHERE key='format'").fetchone()
-            if row is None:
+            if row is None and fresh:
                 db.execute("INSERT INTO meta VALUES('format', ?)", (FORMAT,))
-            elif row[0] != FORMAT:
-                raise sqlite3.DatabaseError(f"format {row[0]}, not {FORMAT}")
+                db.execute("INSERT INTO fts(fts, rank) VALUES('hashsize', ?)", (HASH_BYTES,))
+            elif row is None or row[0] != FORMAT:
+                raise sqlite3.DatabaseError(f"format {row[0] if row else 'unknown'}, not {FORMAT}")
             db.execute("SELECT count(*) FROM files").fetchone()
         except sqlite3.DatabaseError:
             db.close()
@@ -92,25 +95,55 @@ class FullText:
         return db
 
     def close(self) -> None:
+        self.flush()
         self.db.close()
+
+    # ------------------------------------------------------------------ transactions
+
+    def _begin(self) -> None:
+        if not self.in_tx:
+            self.db.execute("BEGIN")
+            self.in_tx = True
+
+    def flush(self) -> None:
+        """Commit what the batch wrote (an error here: see `abort`)."""
+        if self.in_tx:
+            self.db.execute("COMMIT")
+            self.in_tx, self.batch, self.batch_chars = False, set(), 0
+
+    def abort(self) -> set[str]:
+        """Roll the batch back; the files whose indexing it took back."""
+        lost, self.batch, self.batch_chars = self.batch, set(), 0
+        if self.in_tx:
+            self.in_tx = False
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.OperationalError:
+                pass  # SQLite rolled it back itself
+        return lost
 
     # ------------------------------------------------------------------ indexing
 
     def stale(self, path: str) -> bool:
         """Whether the file has bytes (or changes) not indexed yet, or is gone but indexed."""
         row = self.db.execute("SELECT dev, ino, size, mtime_ns FROM files WHERE path=?", (to_wire(path),)).fetchone()
-        try:
-            st = os.stat(path)
-        except OSError:
+        fp = fingerprint(path)
+        if fp is None:
             return row is not None
-        return row is None or tuple(row) != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        return row is None or tuple(row) != (fp["dev"], fp["ino"], fp["size"], fp["mtime_ns"])
 
     def forget(self, path: str) -> None:
         row = self.db.execute("SELECT id FROM files WHERE path=?", (to_wire(path),)).fetchone()
-        if row is not None:
-            with self._tx():
-                self.db.execute("DELETE FROM chunks WHERE file=?", (row[0],))
-                self.db.execute("DELETE FROM files WHERE id=?", (row[0],))
+        if row is None:
+            return
+        self._begin()
+        self.batch.add(path)
+        # a contentless table forgets a row given the values it was given
+        for cid, body in self.db.execute("SELECT id, body FROM chunks WHERE file=?", (row[0],)).fetchall():
+            words = ch.index_words(ch.decode(ch.unpack(body)[1]))
+            self.db.execute("INSERT INTO fts(fts, rowid, text) VALUES('delete', ?, ?)", (cid, words))
+        self.db.execute("DELETE FROM chunks WHERE file=?", (row[0],))
+        self.db.execute("DELETE FROM files WHERE id=?", (row[0],))
 
     def index_step(self, path: str) -> bool:
         """Index up to `STEP_BYTES` more of the file; True when it is fully indexed."""
@@ -123,82 +156,52 @@ class FullText:
             return self._index_fd(path, fd)
         finally:
             os.close(fd)
+            if self.batch_chars >= COMMIT_CHARS:
+                self.flush()
 
     def _index_fd(self, path: str, fd: int) -> bool:
-        st = os.fstat(st_fd := fd)
+        st = os.fstat(fd)
         row = self.db.execute("SELECT id, dev, ino, size, head, done FROM files WHERE path=?", (to_wire(path),)).fetchone()
-        head = _head(st_fd, st.st_size)
+        head = head_hash(fd, st.st_size)
         same = row is not None and (row[1], row[2]) == (st.st_dev, st.st_ino) and st.st_size >= row[5]
         if same and row[4] != head and row[5] >= HEAD:
             same = False
+        done = row[5] if same else 0
+        # read and parse before writing: a hostile file fails here, with nothing written
+        data = os.pread(fd, STEP_BYTES, done)
+        cut = data.rfind(b"\n") + 1
+        if cut == 0 and len(data) == STEP_BYTES:  # one line longer than a step: read it whole
+            data = os.pread(fd, st.st_size - done, done)
+            cut = data.rfind(b"\n") + 1
+        parsed = ch.parse_lines(data[:cut])
         if row is not None and not same:
             self.forget(path)
             row = None
-        with self._tx():
-            if row is None:
-                cur = self.db.execute("INSERT INTO files(path, done) VALUES(?, 0)", (to_wire(path),))
-                fid, done = cur.lastrowid, 0
-            else:
-                fid, done = row[0], row[5]
-            data = os.pread(fd, STEP_BYTES, done)
-            cut = data.rfind(b"\n") + 1
-            if cut == 0 and len(data) == STEP_BYTES:  # one line longer than a step: read it whole
-                data = os.pread(fd, st.st_size - done, done)
-                cut = data.rfind(b"\n") + 1
-            self._add_chunks(fid, done, data[:cut])
-            done += cut
-            finished = done >= st.st_size or cut == 0
-            self.db.execute(
-                "UPDATE files SET dev=?, ino=?, size=?, mtime_ns=?, head=?, done=? WHERE id=?",
-                (st.st_dev, st.st_ino, st.st_size if finished else -1, st.st_mtime_ns, head, done, fid),
-            )
+        self._begin()
+        self.batch.add(path)
+        fid = (
+            row[0]
+            if row is not None
+            else self.db.execute("INSERT INTO files(path, done) VALUES(?, 0)", (to_wire(path),)).lastrowid
+        )
+        self._write(fid, parsed)
+        done += cut
+        finished = done >= st.st_size or cut == 0
+        self.db.execute(
+            "UPDATE files SET dev=?, ino=?, size=?, mtime_ns=?, head=?, done=? WHERE id=?",
+            (st.st_dev, st.st_ino, st.st_size if finished else -1, st.st_mtime_ns, head, done, fid),
+        )
         return finished
 
-    def _add_chunks(self, fid: int, base: int, data: bytes) -> None:
-        texts: list[str] = []
-        start = pos = base
-        size, ts = 0, 0
-        name, first = None, None
-        for line in data.split(b"\n"):
-            end = pos + len(line) + 1
-            e = parse_line(line) if line.strip() else None
-            if e is not None:
-                t = entry_text(e)
-                if t:
-                    texts.append(t)
-                    size += len(t)
-                ts = max(ts, entry_ms(e))
-                if e.get("type") == et.SESSION_INFO:
-                    name = e.get("name") if isinstance(e.get("name"), str) else None
-                elif first is None and entry_role(e) == "user":
-                    first = join_text(e["message"].get("content"), " ") or None
-            pos = end
-            if size >= CHUNK_BYTES:
-                self._chunk(fid, start, pos, ts, texts)
-                texts, start, size, ts = [], pos, 0, 0
-        if texts:
-            self._chunk(fid, start, min(pos, base + len(data)), ts, texts)
-        if name is not None:
-            self.db.execute("UPDATE files SET name=? WHERE id=?", (name.strip() or None, fid))
-        if first is not None:
-            self.db.execute("UPDATE files SET first=? WHERE id=? AND first IS NULL", (first, fid))
-
-    def _chunk(self, fid: int, start: int, end: int, ts: int, texts: list[str]) -> None:
-        cur = self.db.execute("INSERT INTO chunks(file, start, end, ts) VALUES(?, ?, ?, ?)", (fid, start, end, ts))
-        self.db.execute("INSERT INTO fts(rowid, text) VALUES(?, ?)", (cur.lastrowid, "\n".join(texts)))
-
-    class _Tx:
-        def __init__(self, db: sqlite3.Connection) -> None:
-            self.db = db
-
-        def __enter__(self) -> None:
-            self.db.execute("BEGIN")
-
-        def __exit__(self, kind: Any, *_: Any) -> None:
-            self.db.execute("COMMIT" if kind is None else "ROLLBACK")
-
-    def _tx(self) -> FullText._Tx:
-        return FullText._Tx(self.db)
+    def _write(self, fid: int, parsed: ch.Parsed) -> None:
+        for c in parsed.chunks:
+            cid = self.db.execute("INSERT INTO chunks(file, ts, body) VALUES(?, ?, ?)", (fid, c.ts, c.body)).lastrowid
+            self.db.execute("INSERT INTO fts(rowid, text) VALUES(?, ?)", (cid, c.words))
+        self.batch_chars += parsed.chars
+        if parsed.name is not None:
+            self.db.execute("UPDATE files SET name=? WHERE id=?", (parsed.name.strip() or None, fid))
+        if parsed.first is not None:
+            self.db.execute("UPDATE files SET first=? WHERE id=? AND first IS NULL", (parsed.first, fid))
 
     def counts(self) -> tuple[int, int]:
         """(files fully indexed, files partly indexed)."""
@@ -212,49 +215,56 @@ class FullText:
 
     # ------------------------------------------------------------------ searching
 
-    def candidates(
-        self, q: Query, sessions: list[str] | None, since: int | None
-    ) -> Iterator[tuple[str, int, int, int]]:
-        """(path, start, end, newest entry's ms) of the chunks that may match, newest first."""
+    def candidates(self, q: Query, sessions: list[str] | None, since: int | None) -> Iterator[tuple[int, str, int]]:
+        """(chunk id, path, newest entry's ms) of the chunks that may match, newest first."""
         where, args = [], []
-        # detail=none keeps no positions: a term is asked as all its trigrams
-        terms = sorted({p[i : i + 3] for t in q.index_terms() for p in t.split(" ") for i in range(len(p) - 2)})
+        # detail=none keeps no positions: a term is asked as all the trigrams of its words
+        terms = sorted(q.grams())
         if terms:
             where.append("c.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)")
             args.append(" AND ".join('"' + t.replace('"', '""') + '"' for t in terms))
         if sessions is not None:
-            where.append(f"f.path IN ({','.join('?' * len(sessions))})")
+            where.append(f"c.file IN (SELECT id FROM files WHERE path IN ({','.join('?' * len(sessions))}))")
             args += [to_wire(p) for p in sessions]
         if since is not None:
             where.append("c.ts >= ?")
             args.append(since)
-        sql = "SELECT f.path, c.start, c.end, c.ts FROM chunks c JOIN files f ON f.id = c.file"
+        # walked in the order of the ts index: no sort, so a page settled early reads no further
+        sql = "SELECT c.id, c.file, c.ts FROM chunks c INDEXED BY chunks_ts"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        for path, start, end, ts in self.db.execute(sql + " ORDER BY c.ts DESC", args):
-            yield from_wire(path), start, end, ts
+        paths: dict[int, str] = {}
+        for cid, fid, ts in self.db.execute(sql + " ORDER BY c.ts DESC", args):
+            path = paths.get(fid)
+            if path is None:
+                row = self.db.execute("SELECT path FROM files WHERE id=?", (fid,)).fetchone()
+                if row is None:
+                    continue
+                path = paths[fid] = from_wire(row[0])
+            yield cid, path, ts
 
-    def verify(
-        self, q: Query, path: str, start: int, end: int, roles: set[str] | None, check: bool = True
-    ) -> list[Hit]:
-        """The chunk's entries that match (`check=False`: every entry with text, spans left empty)."""
-        try:
-            with open(path, "rb") as f:
-                f.seek(start)
-                data = f.read(end - start)
-        except OSError:
+    def verify(self, q: Query, cid: int, path: str, roles: set[str] | None, check: bool = True) -> list[Hit]:
+        """The chunk's entries that match (`check=False`: those whose text holds the
+        query's literal parts, spans left empty, for a regex matcher to check)."""
+        row = self.db.execute("SELECT body FROM chunks WHERE id=?", (cid,)).fetchone()
+        if row is None:
             return []
+        head, raw = ch.unpack(row[0])
+        # bytes are lower-cased ten times faster than str, and alike for an ASCII query
+        fast = q.ascii and not ch.LOWERS_TO_ASCII.search(raw)
+        if not q.chunk_may_match(raw.lower() if fast else ch.decode(raw).lower()):
+            return []
+        ents = ch.entries(head)
         hits = []
-        for line in data.split(b"\n"):
-            e = parse_line(line) if line.strip() else None
-            if e is None:
+        for (eid, kind, role, ms, _), (a, b) in zip(ents, ch.bounds(ents, len(raw)), strict=True):
+            if roles is not None and role not in roles and kind not in roles:
                 continue
-            role = entry_role(e)
-            if roles is not None and role not in roles and e.get("type") not in roles:
+            if fast and not q.may_match(raw[a:b].lower()):
                 continue
-            text = entry_text(e)
-            spans = (q.spans(text) if check else []) if text else None
+            t = ch.decode(raw[a:b])
+            if not fast and not q.may_match(t.lower()):
+                continue
+            spans = q.spans(t) if check else []
             if spans is not None:
-                t = e.get("type")
-                hits.append(Hit(path, e["id"], t if isinstance(t, str) else "", role, entry_ms(e), text, spans))
+                hits.append(Hit(path, eid, kind, role, ms, t, spans))
         return hits

@@ -9,7 +9,14 @@ from re import _constants as sre_constants  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 
 _WS = re.compile(r"\s+")
-MIN_GRAM = 3  # the trigram index finds terms of at least this many characters
+# what str's \s+ matches, in UTF-8
+_SPACES = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+_BYTES_WS = b"(?:" + b"|".join(re.escape(c.encode()) for c in _SPACES) + b")+"
+MIN_GRAM = 3  # the trigram index finds words of at least this many characters
+# and two characters of CJK (kana, ideographs, hangul), indexed as this mark and the pair
+CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+CJK_RUN = re.compile(f"[{CJK_CHARS}]{{2,}}")
+CJK_MARK = "\x01"
 
 
 class BadQuery(ValueError):
@@ -22,9 +29,36 @@ class Query:
     regex: re.Pattern[str] | None = None
     literals: list[str] = field(default_factory=list)  # a regex's required literal parts
 
-    def index_terms(self) -> list[str]:
-        """Terms the trigram index can narrow by."""
-        return [t for t in (self.literals if self.regex else self.terms) if len(t) >= MIN_GRAM]
+    def grams(self) -> set[str]:
+        """The trigrams the index must hold for a chunk to match (none: every chunk may)."""
+        out = set()
+        for t in self.literals if self.regex else self.terms:
+            for w in t.split():  # the index holds no trigram across words
+                if len(w) >= MIN_GRAM:
+                    out.update(w[i : i + 3] for i in range(len(w) - 2))
+                elif len(w) == 2 and CJK_RUN.fullmatch(w):
+                    out.add(CJK_MARK + w)
+        return out
+
+    def __post_init__(self) -> None:
+        words = [w for t in (self.literals if self.regex else self.terms) for w in t.split()]
+        self.words = (words, [w.encode() for w in words])
+        # a phrase as a pattern over lower-cased text with its whitespace as found
+        phrases = [t.split() for t in self.terms if len(t.split()) > 1]
+        self.phrases = (
+            [re.compile(r"\s+".join(map(re.escape, p))) for p in phrases],
+            [re.compile(_BYTES_WS.join(re.escape(w.encode()) for w in p)) for p in phrases],
+        )
+        self.ascii = all(w.isascii() for w in words)
+
+    def chunk_may_match(self, low: str | bytes) -> bool:
+        """`may_match`, and each phrase found as a phrase: the test of a chunk's text."""
+        return self.may_match(low) and all(p.search(low) for p in self.phrases[isinstance(low, bytes)])  # type: ignore[arg-type]
+
+    def may_match(self, low: str | bytes) -> bool:
+        """Whether lower-cased `low` (bytes: ASCII text) holds every word of the terms (a
+        regex: of its literal parts), a quick test before the exact one."""
+        return all(w in low for w in self.words[isinstance(low, bytes)])  # type: ignore[operator]
 
     def spans(self, text: str) -> list[tuple[int, int]] | None:
         """Where the query matches `text` (None: it does not)."""
@@ -32,14 +66,21 @@ class Query:
             from pi_server.fulltext.regexrun import spans
 
             return spans(self.regex, text)
-        low = _WS.sub(" ", text.lower()) if any(" " in t for t in self.terms) else text.lower()
-        out = []
-        for t in self.terms:
-            i = low.find(t)
-            if i < 0:
-                return None
-            out.append((i, i + len(t)))
-        return sorted(out)
+        low = text.lower()
+        found = _find(self.terms, low)
+        if found is None and self.phrases[0]:  # a phrase across other whitespace, or several spaces
+            found = _find(self.terms, _WS.sub(" ", low))
+        return found
+
+
+def _find(terms: list[str], low: str) -> list[tuple[int, int]] | None:
+    out = []
+    for t in terms:
+        i = low.find(t)
+        if i < 0:
+            return None
+        out.append((i, i + len(t)))
+    return sorted(out)
 
 
 def parse(query: str) -> Query:

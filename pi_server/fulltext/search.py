@@ -15,7 +15,7 @@ from pi_server.store.names import to_wire
 
 SNIPPET = 160  # characters of context around the first match
 BUDGET_S = 2.0  # past this, a search answers what it found, marked incomplete
-COUNT_S = 0.05  # once the page is known, matches are counted for at most this long
+COUNT_S = 0.01  # once the page is known, matches are counted for at most this long
 REGEX_BATCH = 256  # texts per call of a regex matcher
 # (pattern, texts, seconds left) -> spans per text, or None when the time ran out
 Matcher = Callable[[str, list[str], float], list[Any] | None]
@@ -41,7 +41,7 @@ def run(
     need = offset + limit
     newest: list[int] = []  # a min-heap of the `need` newest matches' ms
     settled_at: float | None = None
-    for path, start, end, ts in ft.candidates(q, sessions, since_ms):
+    for cid, path, ts in ft.candidates(q, sessions, since_ms):
         now = time.monotonic()
         if now > deadline:
             incomplete = True
@@ -54,11 +54,7 @@ def run(
             at_least = True
             break
         seen = len(hits)
-        found = [
-            h
-            for h in ft.verify(q, path, start, end, want_roles, not by_matcher)
-            if since_ms is None or h.ms >= since_ms
-        ]
+        found = [h for h in ft.verify(q, cid, path, want_roles, not by_matcher) if since_ms is None or h.ms >= since_ms]
         if not by_matcher:
             hits += found
             _keep_newest(newest, found, need)

@@ -71,14 +71,41 @@ class Indexer:
                 try:
                     done = await self.call(self._step, path)
                 except sqlite3.OperationalError as e:  # a full disk: what is indexed stays searchable
-                    log.warning("full-text index: cannot write (%s); trying again in %g s", e, RETRY_S)
-                    await asyncio.sleep(RETRY_S)
+                    await self._refused(e)
                     continue
                 except Exception:
                     log.exception("full-text index: cannot index %s", path)
+                    self._requeue(await self.call(self._abort), path)
                     done = True  # a hostile file never stops the others
                 if done:
                     self.dirty.pop(path, None)
+                if not self.dirty:
+                    await self._flush()
+            await self._flush()
+
+    async def _flush(self) -> None:
+        try:
+            await self.call(self._commit)
+        except sqlite3.OperationalError as e:
+            await self._refused(e)
+
+    async def _refused(self, e: Exception) -> None:
+        """A write the disk refused: the batch is taken back and its files indexed again later."""
+        self._requeue(await self.call(self._abort))
+        log.warning("full-text index: cannot write (%s); trying again in %g s", e, RETRY_S)
+        await asyncio.sleep(RETRY_S)
+        self.wake.set()
+
+    def _requeue(self, paths: set[str], skip: str | None = None) -> None:
+        for p in paths - {skip}:
+            self.dirty[p] = None
+
+    def _commit(self) -> None:
+        if self.ft is not None:
+            self.ft.flush()
+
+    def _abort(self) -> set[str]:
+        return self.ft.abort() if self.ft is not None else set()
 
     def _search(self, q: Any, p: Any) -> dict[str, Any]:
         ft = self._open()
