@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pi_server.fulltext import picker
 from pi_server.fulltext.extract import entry_ms, entry_role, entry_text, parse_line
 from pi_server.fulltext.query import Query
 from pi_server.store import entry_types as et
@@ -85,6 +86,7 @@ class FullText:
             elif row[0] != FORMAT:
                 raise sqlite3.DatabaseError(f"format {row[0]}, not {FORMAT}")
             db.execute("SELECT count(*) FROM files").fetchone()
+            picker.ensure(db)
         except sqlite3.DatabaseError:
             db.close()
             raise
@@ -109,6 +111,7 @@ class FullText:
         if row is not None:
             with self._tx():
                 self.db.execute("DELETE FROM chunks WHERE file=?", (row[0],))
+                picker.forget(self.db, row[0])
                 self.db.execute("DELETE FROM files WHERE id=?", (row[0],))
 
     def index_step(self, path: str) -> bool:
@@ -145,6 +148,7 @@ class FullText:
                 data = os.pread(fd, st.st_size - done, done)
                 cut = data.rfind(b"\n") + 1
             self._add_chunks(fid, done, data[:cut])
+            picker.add(self.db, fid, done, data[:cut])
             done += cut
             finished = done >= st.st_size or cut == 0
             self.db.execute(

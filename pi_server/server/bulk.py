@@ -11,7 +11,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from pi_server.server import pool
+from pi_server.fulltext import picker
+from pi_server.server import fulltext, pool
 from pi_server.server.worker import BACKGROUND, REQUEST
 from pi_server.store.discovery import query_tokens
 from pi_server.store.names import display, is_utf8, to_wire
@@ -53,9 +54,7 @@ async def _list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit
     tokens = query_tokens(query)
     bulk = pool.shared()
     if tokens:
-        if bulk.ready():
-            return await searched(ls, bulk, tokens, cwd, limit)
-        return await ls.core_steps(reg.list_steps, cwd, query, limit)
+        return await searched(ls, bulk, query or "", cwd, limit)
     listed, missing = await ls.core_steps(reg.list_known_steps, cwd)
     if missing:  # a store not indexed yet: in the workers, then the listing again
         if bulk.ready():
@@ -64,11 +63,31 @@ async def _list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit
     return listed[:limit] if limit is not None else listed
 
 
-async def searched(ls: PiServer, bulk: pool.BulkPool, tokens: list[str], cwd: str | None, limit: int | None) -> list:
-    """The workers say which files match (indexing those never indexed into the cache); the
-    server describes only those."""
+async def searched(ls: PiServer, bulk: pool.BulkPool, query: str, cwd: str | None, limit: int | None) -> list:
+    """The files the full-text index keeps whole and current are matched there (no file is
+    read); the rest (not indexed yet, changed since, or not plain) are searched as before. The
+    server describes only the files matched."""
     reg = ls.registry
+    tokens = query_tokens(query)
     files = await ls.core_steps(reg.files_steps)
+    ix = fulltext.indexer(ls)
+    matched, rest = await ix.call(_split, ix, tokens, files, reg.roots)
+    if rest and bulk.ready():
+        matched += await _scan(ls, bulk, tokens, rest)
+    elif rest:  # no worker processes: the server searches them itself
+        found = await ls.core_steps(reg.list_steps, None, query, None, tuple(rest))
+        matched += [info["session"] for info in found]
+    return await ls.core_steps(reg.list_steps, cwd, None, limit, tuple(sorted(matched)))
+
+
+def _split(ix: fulltext.Indexer, tokens: list[str], files: list[str], roots: list[str]) -> tuple[list, list]:
+    return picker.split(ix._open().db, tokens, files, roots)  # on the index's own thread
+
+
+async def _scan(ls: PiServer, bulk: pool.BulkPool, tokens: list[str], files: list[str]) -> list[str]:
+    """Of `files`, those matching every token, read in the workers (indexing those never
+    indexed into the cache)."""
+    reg = ls.registry
     req = {"op": "search", "tokens": tokens, "state": str(reg.state.root), "roots": reg.roots}
     matched, lost = [], []
     async for path, hit in bulk.map(req, files, SEARCH_CHUNK, urgent=True):
@@ -78,7 +97,7 @@ async def searched(ls: PiServer, bulk: pool.BulkPool, tokens: list[str], cwd: st
             lost.append((path, hit))
     if lost:
         await ls.core(reg.indexed_elsewhere, lost)
-    return await ls.core_steps(reg.list_steps, cwd, None, limit, tuple(sorted(matched)))
+    return matched
 
 
 async def index_store(ls: PiServer, files: list[str], progress: Callable[[int], None]) -> bool:

@@ -1,0 +1,256 @@
+"""The session picker's text in the full-text database: what a searched `pi/listSessions`
+looks in, so it is answered without reading the session files.
+
+A searched listing matches a session when every word of the query is a substring of its
+name and all its user and assistant text, lower-cased (store/discovery.py `search_text`).
+Here that text is kept per file as rows of whole message texts (lower-cased, joined by a
+space, each row compressed), with a trigram table over the rows. A word holds no
+whitespace, so it never spans two messages, nor two rows: a session has a word when its
+name has it or one of its rows does. The trigram table narrows the rows (a word of three
+characters or more must have all its trigrams in the row); each row it names is checked
+exactly. Words shorter than a trigram check every row of the files still in the running.
+
+Only plain files are kept here: a current-format header first, every line that matters
+read as the scan reads it. Anything else (an older format that pi migrates, text that is
+not UTF-8, a line too long to index...) marks the file as one the listing scans the old
+way, so the answer is always the scan's.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import zlib
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from pi_server.jsutil import js_trim
+from pi_server.store import entry_types as et
+from pi_server.store.content import join_text
+from pi_server.store.discovery import is_within
+
+FORMAT = "1"
+ROW_CHARS = 8 << 10  # text per row: a word is checked against one row at a time
+MAX_LINE = 64 << 20  # as store/scan.py: longer lines are skipped by the scan
+HEADER, PLAIN, SCAN = 0, 1, 2  # a file's state: header not seen yet / kept here / scanned
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS picker_files(file INTEGER PRIMARY KEY, state INT NOT NULL, name TEXT);
+CREATE TABLE IF NOT EXISTS picker_rows(id INTEGER PRIMARY KEY, file INT NOT NULL, text BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS picker_rows_file ON picker_rows(file);
+CREATE VIRTUAL TABLE IF NOT EXISTS picker_fts USING fts5(
+  text, tokenize='trigram case_sensitive 1', detail=none, content='');
+"""
+# a line matters when it may be a message of the user or the assistant, or name the session;
+# a JSON string can spell any of these words with \\u escapes, so such lines are read too
+_MATTERS = (b'"user"', b'"assistant"', b'"' + et.SESSION_INFO.encode() + b'"', b"\\u")
+
+
+def ensure(db: sqlite3.Connection) -> None:
+    """The tables, on a database just opened. One that holds indexed files but not these
+    tables was built before them: it is refused (sqlite3.DatabaseError), so it is set
+    aside and built again, with them."""
+    row = db.execute("SELECT value FROM meta WHERE key='picker'").fetchone()
+    if row is None:
+        if db.execute("SELECT count(*) FROM files").fetchone()[0]:
+            raise sqlite3.DatabaseError("indexed without the session picker's text")
+        db.executescript(SCHEMA)
+        db.execute("INSERT INTO meta VALUES('picker', ?)", (FORMAT,))
+    elif row[0] != FORMAT:
+        raise sqlite3.DatabaseError(f"picker format {row[0]}, not {FORMAT}")
+
+
+# ---------------------------------------------------------------------- indexing
+
+
+def add(db: sqlite3.Connection, fid: int, base: int, data: bytes) -> None:
+    """Complete lines `data` (read at `base`) of file `fid` were indexed: keep what they add
+    to its picker text. Runs in the indexing transaction."""
+    row = db.execute("SELECT state, name FROM picker_files WHERE file=?", (fid,)).fetchone()
+    if row is None:
+        if base:  # the file was known before this table: never seen whole
+            _set(db, fid, SCAN, None)
+            return
+        state, name = HEADER, None
+    else:
+        state, name = row
+    if state == SCAN:
+        return
+    texts: list[str] = []
+    try:
+        for line in data.split(b"\n"):
+            if state == HEADER:
+                if line.strip():
+                    state = PLAIN if _plain_header(line) else SCAN
+            elif any(m in line for m in _MATTERS):
+                name = _line(line, texts, name)
+            if state == SCAN:
+                break
+    except _Irregular:
+        state = SCAN
+    if state == SCAN:
+        forget(db, fid)
+        _set(db, fid, SCAN, None)
+        return
+    _rows(db, fid, texts)
+    _set(db, fid, state, name)
+
+
+class _Irregular(Exception):
+    """A line the scan may read otherwise than this module does."""
+
+
+def _plain_header(line: bytes) -> bool:
+    try:
+        h = orjson.loads(line.strip())
+    except orjson.JSONDecodeError:
+        return False
+    v = h.get("version") if isinstance(h, dict) else None
+    # version 3 and later: pi migrates nothing, the entries are read as written
+    return h.get("type") == et.SESSION and isinstance(h.get("id"), str) and type(v) is int and v >= 3
+
+
+def _line(line: bytes, texts: list[str], name: str | None) -> str | None:
+    """Add the line's message text, if any, to `texts`; the session's name after it."""
+    raw = line.strip()
+    if not raw:
+        return name
+    if len(line) > MAX_LINE:
+        raise _Irregular
+    try:
+        e = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise _Irregular from None  # not UTF-8, a lone surrogate, deep nesting: the scan reads these its way
+    if not isinstance(e, dict):
+        return name
+    t = e.get("type")
+    if t == et.SESSION_INFO:
+        n = e.get("name")
+        return (js_trim(n) or None) if isinstance(n, str) else None
+    if t != et.MESSAGE or "message" not in e:
+        return name
+    msg = e["message"]
+    if not isinstance(msg, dict):
+        raise _Irregular
+    if msg.get("role") in ("user", "assistant") and "content" in msg:
+        text = join_text(msg["content"], " ")
+        if text:
+            if "\x00" in text:
+                raise _Irregular
+            texts.append(text.lower())
+    return name
+
+
+def _rows(db: sqlite3.Connection, fid: int, texts: list[str]) -> None:
+    start = size = 0
+    for i, t in enumerate(texts):
+        size += len(t) + 1
+        if size >= ROW_CHARS or i == len(texts) - 1:
+            text = " ".join(texts[start : i + 1])
+            cur = db.execute("INSERT INTO picker_rows(file, text) VALUES(?, ?)", (fid, zlib.compress(text.encode())))
+            db.execute("INSERT INTO picker_fts(rowid, text) VALUES(?, ?)", (cur.lastrowid, text))
+            start, size = i + 1, 0
+
+
+def _set(db: sqlite3.Connection, fid: int, state: int, name: str | None) -> None:
+    db.execute("INSERT OR REPLACE INTO picker_files(file, state, name) VALUES(?, ?, ?)", (fid, state, name))
+
+
+def forget(db: sqlite3.Connection, fid: int) -> None:
+    """The file is dropped from the index (gone, rewritten): its rows go, trigrams included."""
+    for rid, blob in db.execute("SELECT id, text FROM picker_rows WHERE file=?", (fid,)).fetchall():
+        # a contentless table forgets a row given the text it was added with
+        db.execute("INSERT INTO picker_fts(picker_fts, rowid, text) VALUES('delete', ?, ?)", (rid, _text(blob)))
+    db.execute("DELETE FROM picker_rows WHERE file=?", (fid,))
+    db.execute("DELETE FROM picker_files WHERE file=?", (fid,))
+
+
+def _text(blob: bytes) -> str:
+    return zlib.decompress(blob).decode()
+
+
+# ---------------------------------------------------------------------- matching
+
+
+def kept(db: sqlite3.Connection) -> dict[str, tuple[Any, ...]]:
+    """path -> (file id, dev, ino, size, mtime_ns, name) of the files whose picker text is
+    kept here (whole, as of that stat)."""
+    sql = (
+        "SELECT f.path, f.id, f.dev, f.ino, f.size, f.mtime_ns, p.name FROM files f"
+        " JOIN picker_files p ON p.file = f.id WHERE p.state = ? AND f.size >= 0"
+    )
+    return {r[0]: r[1:] for r in db.execute(sql, (PLAIN,))}
+
+
+def matching(db: sqlite3.Connection, tokens: list[str], fids: dict[int, str | None]) -> set[int]:
+    """Of the files `fids` (file id -> name), those whose picker text holds every token."""
+    alive = set(fids)
+    texts: dict[int, str] = {}  # rows read for this query
+    # the narrowest words first: each leaves fewer files for the next
+    long = sorted((t for t in tokens if len(t) >= 3), key=lambda t: -len(t))
+    for t in long:
+        named = {f for f in alive if fids[f] is not None and t in fids[f].lower()}  # type: ignore[union-attr]
+        rows: dict[int, list[int]] = {}
+        for rid, f in db.execute(
+            "SELECT id, file FROM picker_rows WHERE id IN (SELECT rowid FROM picker_fts WHERE picker_fts MATCH ?)",
+            (_trigrams(t),),
+        ):
+            if f in alive and f not in named:
+                rows.setdefault(f, []).append(rid)
+        alive = named | {f for f, rids in rows.items() if _any_row(db, rids, t, texts)}
+        if not alive:
+            return alive
+    for t in (t for t in tokens if len(t) < 3):  # below a trigram: every row is a candidate
+        keep = set()
+        for f in alive:
+            name = fids[f]
+            if name is not None and t in name.lower():
+                keep.add(f)
+            else:
+                rids = [r for (r,) in db.execute("SELECT id FROM picker_rows WHERE file=? ORDER BY id", (f,))]
+                if _any_row(db, rids, t, texts):
+                    keep.add(f)
+        alive = keep
+    return alive
+
+
+def _trigrams(token: str) -> str:
+    grams = sorted({token[i : i + 3] for i in range(len(token) - 2)})
+    return " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
+
+
+def _any_row(db: sqlite3.Connection, rids: Iterable[int], token: str, texts: dict[int, str]) -> bool:
+    for rid in rids:
+        text = texts.get(rid)
+        if text is None:
+            (blob,) = db.execute("SELECT text FROM picker_rows WHERE id=?", (rid,)).fetchone()
+            text = texts[rid] = _text(blob)
+        if token in text:
+            return True
+    return False
+
+
+def split(db: sqlite3.Connection, tokens: list[str], files: list[str], roots: list[str]) -> tuple[list[str], list[str]]:
+    """A searched listing's files: (those the kept text matches, those to scan the old way:
+    not kept here, or changed since they were indexed). Files outside the roots (a symlink
+    out of them) or gone are in neither, as the scan leaves them out."""
+    known = kept(db)
+    dirs: dict[str, str] = {}
+    names: dict[int, str | None] = {}
+    paths: dict[int, str] = {}
+    rest = []
+    for path in files:
+        if not is_within(path, roots, dirs):
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        k = known.get(path)
+        if k is None or k[1:5] != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
+            rest.append(path)
+        else:
+            names[k[0]] = k[5]
+            paths[k[0]] = path
+    return sorted(paths[f] for f in matching(db, tokens, names)), rest
