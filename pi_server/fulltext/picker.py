@@ -37,11 +37,12 @@ MAX_LINE = 64 << 20  # as store/scan.py: longer lines are skipped by the scan
 HEADER, PLAIN, SCAN = 0, 1, 2  # a file's state: header not seen yet / kept here / scanned
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS picker_files(file INTEGER PRIMARY KEY, state INT NOT NULL, name TEXT);
-CREATE TABLE IF NOT EXISTS picker_rows(id INTEGER PRIMARY KEY, file INT NOT NULL, text BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS picker_rows_file ON picker_rows(file);
+CREATE TABLE IF NOT EXISTS picker_rows(id INTEGER PRIMARY KEY, text BLOB NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS picker_fts USING fts5(
   text, tokenize='trigram case_sensitive 1', detail=none, content='');
+CREATE VIRTUAL TABLE IF NOT EXISTS picker_words USING fts5(text, tokenize='ascii', detail=none, content='');
 """
+SHIFT = 24  # a row's id is its file's id << SHIFT, plus its number in the file: no lookup names its file
 # a line matters when it may be a message of the user or the assistant, or name the session;
 # a JSON string can spell any of these words with \\u escapes, so such lines are read too
 _MATTERS = (b'"user"', b'"assistant"', b'"' + et.SESSION_INFO.encode() + b'"', b"\\u")
@@ -143,14 +144,24 @@ def _line(line: bytes, texts: list[str], name: str | None) -> str | None:
 
 
 def _rows(db: sqlite3.Connection, fid: int, texts: list[str]) -> None:
+    if not texts:
+        return
+    (last,) = db.execute("SELECT max(id) FROM picker_rows WHERE id BETWEEN ? AND ?", _span(fid)).fetchone()
+    rid = fid << SHIFT if last is None else last + 1
     start = size = 0
     for i, t in enumerate(texts):
         size += len(t) + 1
         if size >= ROW_CHARS or i == len(texts) - 1:
             text = " ".join(texts[start : i + 1])
-            cur = db.execute("INSERT INTO picker_rows(file, text) VALUES(?, ?)", (fid, zlib.compress(text.encode())))
-            db.execute("INSERT INTO picker_fts(rowid, text) VALUES(?, ?)", (cur.lastrowid, text))
-            start, size = i + 1, 0
+            db.execute("INSERT INTO picker_rows(id, text) VALUES(?, ?)", (rid, zlib.compress(text.encode())))
+            db.execute("INSERT INTO picker_fts(rowid, text) VALUES(?, ?)", (rid, text))
+            db.execute("INSERT INTO picker_words(rowid, text) VALUES(?, ?)", (rid, text))
+            start, size, rid = i + 1, 0, rid + 1
+
+
+def _span(fid: int) -> tuple[int, int]:
+    """The ids of the file's rows."""
+    return fid << SHIFT, ((fid + 1) << SHIFT) - 1
 
 
 def _set(db: sqlite3.Connection, fid: int, state: int, name: str | None) -> None:
@@ -159,15 +170,13 @@ def _set(db: sqlite3.Connection, fid: int, state: int, name: str | None) -> None
 
 def forget(db: sqlite3.Connection, fid: int) -> None:
     """The file is dropped from the index (gone, rewritten): its rows go, trigrams included."""
-    for rid, blob in db.execute("SELECT id, text FROM picker_rows WHERE file=?", (fid,)).fetchall():
+    for rid, blob in db.execute("SELECT id, text FROM picker_rows WHERE id BETWEEN ? AND ?", _span(fid)).fetchall():
         # a contentless table forgets a row given the text it was added with
-        db.execute("INSERT INTO picker_fts(picker_fts, rowid, text) VALUES('delete', ?, ?)", (rid, _text(blob)))
-    db.execute("DELETE FROM picker_rows WHERE file=?", (fid,))
+        text = zlib.decompress(blob).decode()
+        db.execute("INSERT INTO picker_fts(picker_fts, rowid, text) VALUES('delete', ?, ?)", (rid, text))
+        db.execute("INSERT INTO picker_words(picker_words, rowid, text) VALUES('delete', ?, ?)", (rid, text))
+    db.execute("DELETE FROM picker_rows WHERE id BETWEEN ? AND ?", _span(fid))
     db.execute("DELETE FROM picker_files WHERE file=?", (fid,))
-
-
-def _text(blob: bytes) -> str:
-    return zlib.decompress(blob).decode()
 
 
 # ---------------------------------------------------------------------- matching
@@ -186,47 +195,49 @@ def kept(db: sqlite3.Connection) -> dict[str, tuple[Any, ...]]:
 def matching(db: sqlite3.Connection, tokens: list[str], fids: dict[int, str | None]) -> set[int]:
     """Of the files `fids` (file id -> name), those whose picker text holds every token."""
     alive = set(fids)
-    texts: dict[int, str] = {}  # rows read for this query
-    # the narrowest words first: each leaves fewer files for the next
-    long = sorted((t for t in tokens if len(t) >= 3), key=lambda t: -len(t))
-    for t in long:
-        named = {f for f in alive if fids[f] is not None and t in fids[f].lower()}  # type: ignore[union-attr]
-        rows: dict[int, list[int]] = {}
-        for rid, f in db.execute(
-            "SELECT id, file FROM picker_rows WHERE id IN (SELECT rowid FROM picker_fts WHERE picker_fts MATCH ?)",
-            (_trigrams(t),),
-        ):
-            if f in alive and f not in named:
-                rows.setdefault(f, []).append(rid)
-        alive = named | {f for f, rids in rows.items() if _any_row(db, rids, t, texts)}
+    blobs: dict[int, bytes] = {}  # rows read for this query
+    # the longest words first: they leave the fewest files for the next
+    for t in sorted(set(tokens), key=lambda t: -len(t)):
         if not alive:
-            return alive
-    for t in (t for t in tokens if len(t) < 3):  # below a trigram: every row is a candidate
-        keep = set()
-        for f in alive:
-            name = fids[f]
-            if name is not None and t in name.lower():
-                keep.add(f)
-            else:
-                rids = [r for (r,) in db.execute("SELECT id FROM picker_rows WHERE file=? ORDER BY id", (f,))]
-                if _any_row(db, rids, t, texts):
-                    keep.add(f)
-        alive = keep
+            break
+        found = {f for f in alive if fids[f] is not None and t in fids[f].lower()}  # type: ignore[union-attr]
+        if _wordlike(t):  # a row holding the word itself holds the text: nothing to check
+            found |= alive & {rid >> SHIFT for rid in _rowids(db, "picker_words", _quoted(t))}
+        rows: dict[int, list[int]] = {}
+        if len(t) >= 3:  # rows holding all its trigrams may hold it
+            for rid in _rowids(db, "picker_fts", " AND ".join(_quoted(t[i : i + 3]) for i in range(len(t) - 2))):
+                f = rid >> SHIFT
+                if f in alive and f not in found:
+                    rows.setdefault(f, []).append(rid)
+        else:  # below a trigram: any row may
+            for f in alive - found:
+                rows[f] = [r for (r,) in db.execute("SELECT id FROM picker_rows WHERE id BETWEEN ? AND ?", _span(f))]
+        needle = t.encode()  # UTF-8: a substring of the bytes is one of the text
+        alive = found | {f for f, rids in rows.items() if _any_row(db, rids, needle, blobs)}
     return alive
 
 
-def _trigrams(token: str) -> str:
-    grams = sorted({token[i : i + 3] for i in range(len(token) - 2)})
-    return " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
+def _wordlike(t: str) -> bool:
+    """One token of the ascii tokenizer (ASCII letters and digits, and anything not ASCII),
+    which folds nothing but A-Z (not in lower-cased text)."""
+    return all(c.isalnum() or not c.isascii() for c in t)
 
 
-def _any_row(db: sqlite3.Connection, rids: Iterable[int], token: str, texts: dict[int, str]) -> bool:
+def _quoted(s: str) -> str:
+    return '"' + s.replace('"', '""') + '"'
+
+
+def _rowids(db: sqlite3.Connection, table: str, match: str) -> list[int]:
+    return [r for (r,) in db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (match,))]
+
+
+def _any_row(db: sqlite3.Connection, rids: Iterable[int], needle: bytes, blobs: dict[int, bytes]) -> bool:
     for rid in rids:
-        text = texts.get(rid)
+        text = blobs.get(rid)
         if text is None:
             (blob,) = db.execute("SELECT text FROM picker_rows WHERE id=?", (rid,)).fetchone()
-            text = texts[rid] = _text(blob)
-        if token in text:
+            text = blobs[rid] = zlib.decompress(blob)
+        if needle in text:
             return True
     return False
 

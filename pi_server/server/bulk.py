@@ -11,8 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from pi_server.fulltext import picker
-from pi_server.server import fulltext, pool
+from pi_server.server import fulltext, pickerindex, pool
 from pi_server.server.worker import BACKGROUND, REQUEST
 from pi_server.store.discovery import query_tokens
 from pi_server.store.names import display, is_utf8, to_wire
@@ -70,18 +69,18 @@ async def searched(ls: PiServer, bulk: pool.BulkPool, query: str, cwd: str | Non
     reg = ls.registry
     tokens = query_tokens(query)
     files = await ls.core_steps(reg.files_steps)
-    ix = fulltext.indexer(ls)
-    matched, rest = await ix.call(_split, ix, tokens, files, reg.roots)
+    split = await pickerindex.reader(fulltext.indexer(ls).path).split(tokens, files, reg.roots)
+    if split is None:  # no index to read yet: as before
+        if not bulk.ready():
+            return await ls.core_steps(reg.list_steps, cwd, query, limit)
+        split = [], files
+    matched, rest = split
     if rest and bulk.ready():
         matched += await _scan(ls, bulk, tokens, rest)
-    elif rest:  # no worker processes: the server searches them itself
+    elif rest:  # no worker processes: the server searches them itself (`rest` is within the roots)
         found = await ls.core_steps(reg.list_steps, None, query, None, tuple(rest))
         matched += [info["session"] for info in found]
     return await ls.core_steps(reg.list_steps, cwd, None, limit, tuple(sorted(matched)))
-
-
-def _split(ix: fulltext.Indexer, tokens: list[str], files: list[str], roots: list[str]) -> tuple[list, list]:
-    return picker.split(ix._open().db, tokens, files, roots)  # on the index's own thread
 
 
 async def _scan(ls: PiServer, bulk: pool.BulkPool, tokens: list[str], files: list[str]) -> list[str]:
