@@ -128,10 +128,12 @@ def scan(root: Path, tokens: list[str]) -> list[str]:
     return sorted(out)
 
 
-def from_index(ft: FullText, root: Path, tokens: list[str]) -> tuple[list[str], list[str]]:
+def from_index(
+    ft: FullText, root: Path, tokens: list[str], vocab: picker.Vocab | None = None
+) -> tuple[list[str], list[str]]:
     """The index's answer (its matches, and the files it leaves to the scan, scanned)."""
     files = list(iter_session_files([str(root)]))
-    matched, rest = picker.split(ft.db, tokens, files, [str(root)])
+    matched, rest = picker.split(ft.db, tokens, files, [str(root)], vocab)
     scanned = [f for f in scan(root, tokens) if f in rest]
     return sorted(matched + scanned), rest
 
@@ -142,14 +144,17 @@ def index_all(ft: FullText, root: Path) -> None:
             pass
 
 
-def _same(ft: FullText, root: Path) -> list[str]:
-    """Every query answered as the scan answers; the files left to the scan."""
+def _same(ft: FullText, root: Path, vocab: picker.Vocab | None = None) -> list[str]:
+    """Every query answered as the scan answers, with the words of the text (`vocab`, read as
+    it grows) and without; the files left to the scan."""
     rests: set[str] = set()
     for q in QUERIES:
         tokens = query_tokens(q)
-        got, rest = from_index(ft, root, tokens)
-        assert got == scan(root, tokens), q
-        rests |= set(rest)
+        want = scan(root, tokens)
+        for v in (vocab or picker.Vocab(), None):
+            got, rest = from_index(ft, root, tokens, v)
+            assert got == want, (q, v)
+            rests |= set(rest)
     return sorted(rests)
 
 
@@ -173,6 +178,8 @@ def test_appended_rewritten_deleted(tmp_path: Path) -> None:
     varied_store(root, rng)
     ft = FullText(str(tmp_path / "ft.sqlite"))
     index_all(ft, root)
+    vocab = picker.Vocab()  # read as the index grows, as the server's reader keeps it
+    _same(ft, root, vocab)
     files = sorted(root.glob("--p*--/*.jsonl"))
     with open(files[0], "ab") as f:  # appended: scanned until indexed again
         f.write(b"\n".join(_lines(rng, 10, 1000)) + b"\n")
@@ -183,16 +190,17 @@ def test_appended_rewritten_deleted(tmp_path: Path) -> None:
     os.replace(new, files[2])
     _write(files[3], [json.dumps(_header("w")).encode(), json.dumps(_msg(1, "user", "quokka")).encode()])  # in place
     files[4].unlink()
-    rest = _same(ft, root)
+    rest = _same(ft, root, vocab)
     assert {str(files[i]) for i in range(4)} <= set(rest)
     assert str(files[4]) not in rest
     for f in files[:4]:
         while not ft.index_step(str(f)):
             pass
     ft.forget(str(files[4]))
-    rest = _same(ft, root)
+    rest = _same(ft, root, vocab)
     assert not {str(files[i]) for i in range(5)} & set(rest)
-    assert from_index(ft, root, ["okapi", "named"])[0] == [str(files[1])]
+    assert from_index(ft, root, ["okapi", "named"], vocab)[0] == [str(files[1])]
+    assert from_index(ft, root, ["rewritten"], vocab)[0] == [str(files[2])]  # a word new to the index
     fids = {f for (f,) in ft.db.execute("SELECT id FROM files")}
     assert {rid >> picker.SHIFT for (rid,) in ft.db.execute("SELECT id FROM picker_rows")} <= fids  # none left behind
     assert {rid >> picker.SHIFT for (rid,) in ft.db.execute("SELECT rowid FROM picker_fts WHERE picker_fts MATCH 'zeb'")} <= fids
@@ -206,6 +214,7 @@ def test_while_indexing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     ft = FullText(str(tmp_path / "ft.sqlite"))
     files = list(iter_session_files([str(root)]))
     want = {q: scan(root, query_tokens(q)) for q in QUERIES}
+    vocab = picker.Vocab()
     steps = 0
     for f in files:
         done = False
@@ -214,9 +223,10 @@ def test_while_indexing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
             steps += 1
             if steps % 7 == 0:
                 q = QUERIES[steps % len(QUERIES)]
+                assert from_index(ft, root, query_tokens(q), vocab)[0] == want[q], q
                 assert from_index(ft, root, query_tokens(q))[0] == want[q], q
     assert steps > 2 * len(files)
-    assert _same(ft, root)
+    assert _same(ft, root, vocab)
 
 
 def test_an_index_without_picker_text_is_built_again(tmp_path: Path) -> None:

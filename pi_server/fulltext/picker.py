@@ -19,6 +19,7 @@ way, so the answer is always the scan's.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import zlib
 from collections.abc import Iterable
@@ -31,7 +32,7 @@ from pi_server.store import entry_types as et
 from pi_server.store.content import join_text
 from pi_server.store.discovery import is_within
 
-FORMAT = "1"
+FORMAT = "2"
 ROW_CHARS = 8 << 10  # text per row: a word is checked against one row at a time
 MAX_LINE = 64 << 20  # as store/scan.py: longer lines are skipped by the scan
 HEADER, PLAIN, SCAN = 0, 1, 2  # a file's state: header not seen yet / kept here / scanned
@@ -41,7 +42,13 @@ CREATE TABLE IF NOT EXISTS picker_rows(id INTEGER PRIMARY KEY, text BLOB NOT NUL
 CREATE VIRTUAL TABLE IF NOT EXISTS picker_fts USING fts5(
   text, tokenize='trigram case_sensitive 1', detail=none, content='');
 CREATE VIRTUAL TABLE IF NOT EXISTS picker_words USING fts5(text, tokenize='ascii', detail=none, content='');
+CREATE TABLE IF NOT EXISTS picker_vocab(id INTEGER PRIMARY KEY, word TEXT UNIQUE NOT NULL);
 """
+# the ascii tokenizer's words: runs of ASCII letters and digits and anything not ASCII
+# (lower-cased text holds no A-Z, the only characters it folds)
+_WORD = re.compile("[0-9a-z\u0080-\U0010ffff]+")
+MAX_WORDS = 400  # a query word inside more words than this is looked for the other way
+LONG_WORD = 32000  # bytes: FTS5 keeps a longer word cut, so it cannot vouch for the rest
 SHIFT = 24  # a row's id is its file's id << SHIFT, plus its number in the file: no lookup names its file
 # a line matters when it may be a message of the user or the assistant, or name the session;
 # a JSON string can spell any of these words with \\u escapes, so such lines are read too
@@ -149,6 +156,7 @@ def _rows(db: sqlite3.Connection, fid: int, texts: list[str]) -> None:
     (last,) = db.execute("SELECT max(id) FROM picker_rows WHERE id BETWEEN ? AND ?", _span(fid)).fetchone()
     rid = fid << SHIFT if last is None else last + 1
     start = size = 0
+    words: set[str] = set()
     for i, t in enumerate(texts):
         size += len(t) + 1
         if size >= ROW_CHARS or i == len(texts) - 1:
@@ -156,7 +164,9 @@ def _rows(db: sqlite3.Connection, fid: int, texts: list[str]) -> None:
             db.execute("INSERT INTO picker_rows(id, text) VALUES(?, ?)", (rid, zlib.compress(text.encode())))
             db.execute("INSERT INTO picker_fts(rowid, text) VALUES(?, ?)", (rid, text))
             db.execute("INSERT INTO picker_words(rowid, text) VALUES(?, ?)", (rid, text))
+            words.update(_WORD.findall(text))
             start, size, rid = i + 1, 0, rid + 1
+    db.executemany("INSERT OR IGNORE INTO picker_vocab(word) VALUES(?)", ((w,) for w in words))
 
 
 def _span(fid: int) -> tuple[int, int]:
@@ -192,7 +202,9 @@ def kept(db: sqlite3.Connection) -> dict[str, tuple[Any, ...]]:
     return {r[0]: r[1:] for r in db.execute(sql, (PLAIN,))}
 
 
-def matching(db: sqlite3.Connection, tokens: list[str], fids: dict[int, str | None]) -> set[int]:
+def matching(
+    db: sqlite3.Connection, tokens: list[str], fids: dict[int, str | None], vocab: Vocab | None = None
+) -> set[int]:
     """Of the files `fids` (file id -> name), those whose picker text holds every token."""
     alive = set(fids)
     blobs: dict[int, bytes] = {}  # rows read for this query
@@ -201,6 +213,15 @@ def matching(db: sqlite3.Connection, tokens: list[str], fids: dict[int, str | No
         if not alive:
             break
         found = {f for f in alive if fids[f] is not None and t in fids[f].lower()}  # type: ignore[union-attr]
+        words = vocab.containing(t) if vocab is not None and _wordlike(t) else None
+        if words is not None:  # a word is in the text only inside one of its words: the rows holding these
+            held = set()
+            for i in range(0, len(words), 100):
+                held |= {
+                    rid >> SHIFT for rid in _rowids(db, "picker_words", " OR ".join(map(_quoted, words[i : i + 100])))
+                }
+            alive = found | (alive & held)
+            continue
         if _wordlike(t):  # a row holding the word itself holds the text: nothing to check
             found |= alive & {rid >> SHIFT for rid in _rowids(db, "picker_words", _quoted(t))}
         rows: dict[int, list[int]] = {}
@@ -242,7 +263,36 @@ def _any_row(db: sqlite3.Connection, rids: Iterable[int], needle: bytes, blobs: 
     return False
 
 
-def split(db: sqlite3.Connection, tokens: list[str], files: list[str], roots: list[str]) -> tuple[list[str], list[str]]:
+class Vocab:
+    """Every word of the kept text (as the word table splits it), read once and then as it
+    grows: which words hold a query word is a substring search of them all."""
+
+    def __init__(self) -> None:
+        self.text = "\n"
+        self.last = 0  # the highest word id read
+
+    def refresh(self, db: sqlite3.Connection) -> None:
+        new = db.execute("SELECT id, word FROM picker_vocab WHERE id > ? ORDER BY id", (self.last,)).fetchall()
+        if new:
+            self.last = new[-1][0]
+            self.text += "\n".join(w for _, w in new) + "\n"
+
+    def containing(self, t: str) -> list[str] | None:
+        """The words holding `t` (None: too many to ask for, or one too long to vouch for)."""
+        s, out = self.text, []
+        i = s.find(t)
+        while i >= 0:
+            a, b = s.rfind("\n", 0, i) + 1, s.find("\n", i)
+            out.append(s[a:b])
+            if len(out) > MAX_WORDS or (b - a >= LONG_WORD // 4 and len(s[a:b].encode()) >= LONG_WORD):
+                return None
+            i = s.find(t, b)
+        return out
+
+
+def split(
+    db: sqlite3.Connection, tokens: list[str], files: list[str], roots: list[str], vocab: Vocab | None = None
+) -> tuple[list[str], list[str]]:
     """A searched listing's files: (those the kept text matches, those to scan the old way:
     not kept here, or changed since they were indexed). Files outside the roots (a symlink
     out of them) or gone are in neither, as the scan leaves them out."""
@@ -264,4 +314,6 @@ def split(db: sqlite3.Connection, tokens: list[str], files: list[str], roots: li
         else:
             names[k[0]] = k[5]
             paths[k[0]] = path
-    return sorted(paths[f] for f in matching(db, tokens, names)), rest
+    if vocab is not None:
+        vocab.refresh(db)
+    return sorted(paths[f] for f in matching(db, tokens, names, vocab)), rest

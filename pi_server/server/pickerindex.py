@@ -23,6 +23,7 @@ class Reader:
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-picker")
         self.db: sqlite3.Connection | None = None
         self.opened: tuple[int, int] | None = None  # the database file's (dev, ino) when opened
+        self.vocab = picker.Vocab()
 
     async def split(self, tokens: list[str], files: list[str], roots: list[str]) -> tuple[list, list] | None:
         return await asyncio.get_running_loop().run_in_executor(self.pool, self._split, tokens, files, roots)
@@ -37,10 +38,10 @@ class Reader:
             if self.db is None or self.opened != (st.st_dev, st.st_ino):  # set aside and built anew
                 self.close()
                 self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-                self.opened = (st.st_dev, st.st_ino)
+                self.opened, self.vocab = (st.st_dev, st.st_ino), picker.Vocab()
             self.db.execute("BEGIN")
             try:
-                return picker.split(self.db, tokens, files, roots)
+                return picker.split(self.db, tokens, files, roots, self.vocab)
             finally:
                 self.db.execute("COMMIT")
         except sqlite3.Error as e:  # not built with the picker's tables yet, or damaged: the files are read
