@@ -267,3 +267,22 @@ async def test_listing_is_answered_from_the_index(tmp_path: Path) -> None:
             f.write(json.dumps(_msg(99, "user", "appended okapi")) + "\n")
         got = await c.call("pi/listSessions", {"query": "okapi"})
         assert [s["session"] for s in got["sessions"]] == [str(b)]
+
+
+def test_a_line_the_scan_may_skip_is_left_to_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A message line as long as the scan may skip (store/scan.py MAX_LINE, made small here):
+    whether it is read depends on how the scan reads, so the file is scanned."""
+    from pi_server.store import scan as store_scan
+
+    monkeypatch.setattr(store_scan, "MAX_LINE", 4000)
+    monkeypatch.setattr(picker, "MAX_LINE", 4000)
+    root = tmp_path / "sessions"
+    long = root / "--w--" / "long.jsonl"
+    _write(long, [json.dumps(_header("l")).encode(), json.dumps(_msg(1, "user", "okapi " + "x" * 5000)).encode()])
+    write_session(root / "--w--" / "short.jsonl", ["okapi here"])
+    ft = FullText(str(tmp_path / "ft.sqlite"))
+    index_all(ft, root)
+    for v in (picker.Vocab(), None):
+        got, rest = from_index(ft, root, ["okapi"], v)
+        assert got == scan(root, ["okapi"])
+        assert rest == [str(long)]

@@ -31,10 +31,10 @@ from pi_server.jsutil import js_trim
 from pi_server.store import entry_types as et
 from pi_server.store.content import join_text
 from pi_server.store.discovery import is_within
+from pi_server.store.scan import MAX_LINE
 
 FORMAT = "2"
 ROW_CHARS = 8 << 10  # text per row: a word is checked against one row at a time
-MAX_LINE = 64 << 20  # as store/scan.py: longer lines are skipped by the scan
 HEADER, PLAIN, SCAN = 0, 1, 2  # a file's state: header not seen yet / kept here / scanned
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS picker_files(file INTEGER PRIMARY KEY, state INT NOT NULL, name TEXT);
@@ -124,7 +124,7 @@ def _line(line: bytes, texts: list[str], name: str | None) -> str | None:
     raw = line.strip()
     if not raw:
         return name
-    if len(line) > MAX_LINE:
+    if len(line) + 1 >= MAX_LINE:  # the scan skips a line longer than that (newline or not)
         raise _Irregular
     try:
         e = orjson.loads(raw)
