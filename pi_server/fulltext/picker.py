@@ -4,11 +4,15 @@ looks in, so it is answered without reading the session files.
 A searched listing matches a session when every word of the query is a substring of its
 name and all its user and assistant text, lower-cased (store/discovery.py `search_text`).
 Here that text is kept per file as rows of whole message texts (lower-cased, joined by a
-space, each row compressed), with a trigram table over the rows. A word holds no
-whitespace, so it never spans two messages, nor two rows: a session has a word when its
-name has it or one of its rows does. The trigram table narrows the rows (a word of three
-characters or more must have all its trigrams in the row); each row it names is checked
-exactly. Words shorter than a trigram check every row of the files still in the running.
+space, each row compressed), with a trigram table and a word table over the rows, and
+every word of them once (the vocabulary). A query word holds no whitespace, so it never
+spans two messages, nor two rows: a session has a word when its name has it or one of its
+rows does. A query word made of word characters is in a row only inside one of the row's
+words: the vocabulary names those words and the word table the rows holding them, an
+exact answer. Other words (punctuation in them, or inside too many words) are narrowed by
+the trigram table (a word of three characters or more must have all its trigrams in the
+row) and each row it names is checked exactly; shorter ones check every row of the
+files still in the running.
 
 Only plain files are kept here: a current-format header first, every line that matters
 read as the scan reads it. Anything else (an older format that pi migrates, text that is
@@ -97,11 +101,10 @@ def add(db: sqlite3.Connection, fid: int, base: int, data: bytes) -> None:
                 break
     except _Irregular:
         state = SCAN
-    if state == SCAN:
+    if state == SCAN or not _rows(db, fid, texts):
         forget(db, fid)
         _set(db, fid, SCAN, None)
         return
-    _rows(db, fid, texts)
     _set(db, fid, state, name)
 
 
@@ -150,11 +153,14 @@ def _line(line: bytes, texts: list[str], name: str | None) -> str | None:
     return name
 
 
-def _rows(db: sqlite3.Connection, fid: int, texts: list[str]) -> None:
+def _rows(db: sqlite3.Connection, fid: int, texts: list[str]) -> bool:
+    """Add the texts as rows of the file; False when its row ids ran out (left to the scan)."""
     if not texts:
-        return
+        return True
     (last,) = db.execute("SELECT max(id) FROM picker_rows WHERE id BETWEEN ? AND ?", _span(fid)).fetchone()
     rid = fid << SHIFT if last is None else last + 1
+    if rid + len(texts) > _span(fid)[1]:
+        return False
     start = size = 0
     words: set[str] = set()
     for i, t in enumerate(texts):
@@ -167,6 +173,7 @@ def _rows(db: sqlite3.Connection, fid: int, texts: list[str]) -> None:
             words.update(_WORD.findall(text))
             start, size, rid = i + 1, 0, rid + 1
     db.executemany("INSERT OR IGNORE INTO picker_vocab(word) VALUES(?)", ((w,) for w in words))
+    return True
 
 
 def _span(fid: int) -> tuple[int, int]:
