@@ -18,7 +18,7 @@ from test_search import search_until, write_session
 from pi_server.fulltext import db as ftdb
 from pi_server.fulltext import picker
 from pi_server.fulltext.db import FullText
-from pi_server.store.discovery import iter_session_files, query_tokens, search_text
+from pi_server.store.discovery import is_within, iter_session_files, query_tokens, search_text
 from pi_server.store.index import NotASession, SessionIndex
 
 WORDS = [
@@ -112,6 +112,10 @@ def varied_store(root: Path, rng: random.Random, n: int = 40) -> dict[str, Path]
         paths[name] = root / "--odd--" / f"{name}.jsonl"
         _write(paths[name], lines)
     (root / "--odd--" / "partial.jsonl").write_bytes(json.dumps(_header("pt")).encode() + b"\n" + _lines(rng, 1)[0])
+    outside = root.parent / "outside.jsonl"  # a symlink out of the roots is never listed
+    _write(outside, [json.dumps(_header("out")).encode(), *_lines(rng, 30)])
+    (root / "--odd--" / "out.jsonl").symlink_to(outside)
+    (root / "--odd--" / "in.jsonl").symlink_to(root / "--p0--" / "s000.jsonl")  # one within them is
     return paths
 
 
@@ -119,6 +123,8 @@ def scan(root: Path, tokens: list[str]) -> list[str]:
     """Today's answer: every file read (store/discovery.py)."""
     out = []
     for f in iter_session_files([str(root)]):
+        if not is_within(f, [str(root)]):
+            continue
         try:
             text = search_text(SessionIndex.open(f))
         except (NotASession, OSError):
@@ -158,7 +164,9 @@ def _same(ft: FullText, root: Path, vocab: picker.Vocab | None = None) -> list[s
     return sorted(rests)
 
 
-def test_same_sessions_as_the_scan(tmp_path: Path) -> None:
+@pytest.mark.parametrize("verify_rows", [0, picker.VERIFY_ROWS])  # 0: the vocabulary answers every word it can
+def test_same_sessions_as_the_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verify_rows: int) -> None:
+    monkeypatch.setattr(picker, "VERIFY_ROWS", verify_rows)
     root = tmp_path / "sessions"
     odd = varied_store(root, random.Random(1))
     ft = FullText(str(tmp_path / "ft.sqlite"))

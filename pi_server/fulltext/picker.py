@@ -27,6 +27,7 @@ import re
 import sqlite3
 import zlib
 from collections.abc import Iterable
+from stat import S_ISLNK
 from typing import Any
 
 import orjson
@@ -52,6 +53,7 @@ CREATE TABLE IF NOT EXISTS picker_vocab(id INTEGER PRIMARY KEY, word TEXT UNIQUE
 # (lower-cased text holds no A-Z, the only characters it folds)
 _WORD = re.compile("[0-9a-z\u0080-\U0010ffff]+")
 MAX_WORDS = 400  # a query word inside more words than this is looked for the other way
+VERIFY_ROWS = 256  # candidate rows read and checked, rather than asking the vocabulary
 LONG_WORD = 32000  # bytes: FTS5 keeps a longer word cut, so it cannot vouch for the rest
 SHIFT = 24  # a row's id is its file's id << SHIFT, plus its number in the file: no lookup names its file
 # a line matters when it may be a message of the user or the assistant, or name the session;
@@ -219,30 +221,45 @@ def matching(
     for t in sorted(set(tokens), key=lambda t: -len(t)):
         if not alive:
             break
-        found = {f for f in alive if fids[f] is not None and t in fids[f].lower()}  # type: ignore[union-attr]
-        words = vocab.containing(t) if vocab is not None and _wordlike(t) else None
-        if words is not None:  # a word is in the text only inside one of its words: the rows holding these
-            held = set()
-            for i in range(0, len(words), 100):
-                held |= {
-                    rid >> SHIFT for rid in _rowids(db, "picker_words", " OR ".join(map(_quoted, words[i : i + 100])))
-                }
-            alive = found | (alive & held)
-            continue
-        if _wordlike(t):  # a row holding the word itself holds the text: nothing to check
-            found |= alive & {rid >> SHIFT for rid in _rowids(db, "picker_words", _quoted(t))}
-        rows: dict[int, list[int]] = {}
-        if len(t) >= 3:  # rows holding all its trigrams may hold it
-            for rid in _rowids(db, "picker_fts", " AND ".join(_quoted(t[i : i + 3]) for i in range(len(t) - 2))):
-                f = rid >> SHIFT
-                if f in alive and f not in found:
-                    rows.setdefault(f, []).append(rid)
-        else:  # below a trigram: any row may
-            for f in alive - found:
-                rows[f] = [r for (r,) in db.execute("SELECT id FROM picker_rows WHERE id BETWEEN ? AND ?", _span(f))]
-        needle = t.encode()  # UTF-8: a substring of the bytes is one of the text
-        alive = found | {f for f, rids in rows.items() if _any_row(db, rids, needle, blobs)}
+        alive = _holding(db, t, alive, fids, vocab, blobs)
     return alive
+
+
+def _holding(
+    db: sqlite3.Connection,
+    t: str,
+    alive: set[int],
+    fids: dict[int, str | None],
+    vocab: Vocab | None,
+    blobs: dict[int, bytes],
+) -> set[int]:
+    """Of the files `alive`, those whose name or text holds `t`."""
+    found = {f for f in alive if fids[f] is not None and t in fids[f].lower()}  # type: ignore[union-attr]
+    wordlike = _wordlike(t)
+    if wordlike:  # a row holding the word itself holds the text: nothing to check
+        found |= alive & {rid >> SHIFT for rid in _rowids(db, "picker_words", _quoted(t))}
+    left = alive - found
+    if not left:
+        return found
+    rows: dict[int, list[int]] | None = None
+    if len(t) >= 3:  # rows holding all its trigrams may hold it
+        rows = {}
+        for rid in _rowids(db, "picker_fts", " AND ".join(_quoted(t[i : i + 3]) for i in range(len(t) - 2))):
+            if rid >> SHIFT in left:
+                rows.setdefault(rid >> SHIFT, []).append(rid)
+    many = rows is None or sum(map(len, rows.values())) > VERIFY_ROWS
+    words = vocab.containing(t) if vocab is not None and wordlike and many else None
+    if words is not None:  # `t` is in a text only inside one of its words: the rows holding those
+        held: set[int] = set()
+        for i in range(0, len(words), 100):
+            held |= {rid >> SHIFT for rid in _rowids(db, "picker_words", " OR ".join(map(_quoted, words[i : i + 100])))}
+        return found | (left & held)
+    if rows is None:  # below a trigram: any row may
+        rows = {
+            f: [r for (r,) in db.execute("SELECT id FROM picker_rows WHERE id BETWEEN ? AND ?", _span(f))] for f in left
+        }
+    needle = t.encode()  # UTF-8: a substring of the bytes is one of the text
+    return found | {f for f, rids in rows.items() if _any_row(db, rids, needle, blobs)}
 
 
 def _wordlike(t: str) -> bool:
@@ -300,19 +317,23 @@ class Vocab:
 def split(
     db: sqlite3.Connection, tokens: list[str], files: list[str], roots: list[str], vocab: Vocab | None = None
 ) -> tuple[list[str], list[str]]:
-    """A searched listing's files: (those the kept text matches, those to scan the old way:
-    not kept here, or changed since they were indexed). Files outside the roots (a symlink
-    out of them) or gone are in neither, as the scan leaves them out."""
+    """A searched listing's files (`files`: found by walking the roots): (those the kept text
+    matches, those to scan the old way: not kept here, or changed since they were indexed).
+    Files outside the roots (a symlink out of them) or gone are in neither, as the scan
+    leaves them out."""
     known = kept(db)
     dirs: dict[str, str] = {}
     names: dict[int, str | None] = {}
     paths: dict[int, str] = {}
     rest = []
     for path in files:
-        if not is_within(path, roots, dirs):
-            continue
         try:
-            st = os.stat(path)
+            st = os.lstat(path)
+            # found by walking the roots (no symlinked folder followed): only a symlink may lead out
+            if S_ISLNK(st.st_mode):
+                if not is_within(path, roots, dirs, True):
+                    continue
+                st = os.stat(path)
         except OSError:
             continue
         k = known.get(path)
