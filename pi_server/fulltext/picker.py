@@ -58,7 +58,9 @@ LONG_WORD = 32000  # bytes: FTS5 keeps a longer word cut, so it cannot vouch for
 SHIFT = 24  # a row's id is its file's id << SHIFT, plus its number in the file: no lookup names its file
 # a line matters when it may be a message of the user or the assistant, or name the session;
 # a JSON string can spell any of these words with \\u escapes, so such lines are read too
-_MATTERS = (b'"user"', b'"assistant"', b'"' + et.SESSION_INFO.encode() + b'"', b"\\u")
+_MATTERS = re.compile(
+    b"|".join(map(re.escape, (b'"user"', b'"assistant"', b'"' + et.SESSION_INFO.encode() + b'"', b"\\u")))
+)
 
 
 def ensure(db: sqlite3.Connection) -> None:
@@ -97,7 +99,7 @@ def add(db: sqlite3.Connection, fid: int, base: int, data: bytes) -> None:
             if state == HEADER:
                 if line.strip():
                     state = PLAIN if _plain_header(line) else SCAN
-            elif any(m in line for m in _MATTERS):
+            elif _MATTERS.search(line):
                 name = _line(line, texts, name)
             if state == SCAN:
                 break
