@@ -7,6 +7,12 @@ server (no daemon) first builds its full-text index of the store (kept in the st
 so a second run starts with it built) and its listing; then each query is asked `--runs`
 times, each answer timed to its last byte. `--source DIR`: run the server from another
 source tree (e.g. `git archive` of an earlier commit) to measure it the same way.
+
+    python benchmarks/listsearch.py STORE_DIR --index-cost
+
+indexes the store into a fresh full-text database twice on this process's one core,
+without and with the session picker's text (fulltext/picker.py), and prints the CPU time
+and database size of each.
 """
 
 from __future__ import annotations
@@ -40,13 +46,45 @@ def built(c: Client, limit_s: float) -> float:
     return time.perf_counter() - t0
 
 
+def index_cost(store: str, work: str) -> None:
+    from pi_server.fulltext import picker
+    from pi_server.fulltext.db import FullText
+    from pi_server.store.discovery import iter_session_files
+
+    files = list(iter_session_files([os.path.abspath(store)]))
+    total = sum(os.path.getsize(f) for f in files)
+    add = picker.add
+    for label, hook in (("without the picker's text", lambda *_: None), ("with the picker's text", add)):
+        picker.add = hook
+        path = os.path.join(work, "index-cost.sqlite")
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.unlink(path + suffix)
+        ft = FullText(path)
+        c0 = time.process_time()
+        for f in files:
+            while not ft.index_step(f):
+                pass
+        cpu = time.process_time() - c0
+        ft.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        ft.close()
+        size = os.path.getsize(path)
+        print(f"{label}: {cpu:.1f} CPU s, {total / 1e6 / cpu:.1f} MB of session file per CPU s, {size / 1e6:.0f} MB")
+    picker.add = add
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("store")
     ap.add_argument("--state", default="/tmp/listsearch-bench/state")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--source")
+    ap.add_argument("--index-cost", action="store_true")
     args = ap.parse_args()
+    if args.index_cost:
+        os.makedirs(os.path.dirname(os.path.abspath(args.state)), exist_ok=True)
+        index_cost(args.store, os.path.dirname(os.path.abspath(args.state)))
+        return
     store, state = os.path.abspath(args.store), os.path.abspath(args.state)
     if args.source:  # `python -m` puts the working directory first on the path
         os.environ["PYTHONPATH"] = os.path.abspath(args.source)
