@@ -47,8 +47,9 @@ def _wire_info(info: dict) -> dict:
 
 
 async def _list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit: int | None) -> list[dict]:
-    """Files never indexed are indexed in the workers, and the search (if any) runs there; the
-    server describes the files listed. Workers start only for such work."""
+    """Files never indexed are indexed in the workers; a search is answered from the full-text
+    index where it can, in the workers for the rest; the server describes the files listed.
+    Workers start only for such work."""
     reg = ls.registry
     tokens = query_tokens(query)
     bulk = pool.shared()
