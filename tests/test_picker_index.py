@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import random
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -134,12 +135,23 @@ def scan(root: Path, tokens: list[str]) -> list[str]:
     return sorted(out)
 
 
+_readers: dict[str, sqlite3.Connection] = {}
+
+
 def from_index(
     ft: FullText, root: Path, tokens: list[str], vocab: picker.Vocab | None = None
 ) -> tuple[list[str], list[str]]:
-    """The index's answer (its matches, and the files it leaves to the scan, scanned)."""
+    """The index's answer (its matches, and the files it leaves to the scan, scanned), read
+    on a connection of its own as the server reads it (server/pickerindex.py)."""
     files = list(iter_session_files([str(root)]))
-    matched, rest = picker.split(ft.db, tokens, files, [str(root)], vocab)
+    db = _readers.get(ft.path)
+    if db is None:
+        db = _readers[ft.path] = sqlite3.connect(ft.path, isolation_level=None)
+    db.execute("BEGIN")
+    try:
+        matched, rest = picker.split(db, tokens, files, [str(root)], vocab)
+    finally:
+        db.execute("COMMIT")
     scanned = [f for f in scan(root, tokens) if f in rest]
     return sorted(matched + scanned), rest
 

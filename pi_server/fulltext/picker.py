@@ -291,11 +291,21 @@ def _any_row(db: sqlite3.Connection, rids: Iterable[int], needle: bytes, blobs: 
 
 class Vocab:
     """Every word of the kept text (as the word table splits it), read once and then as it
-    grows: which words hold a query word is a substring search of them all."""
+    grows: which words hold a query word is a substring search of them all. Also the kept
+    files (`kept`), read again only when the database changed."""
 
     def __init__(self) -> None:
         self.text = "\n"
         self.last = 0  # the highest word id read
+        self.files: dict[str, tuple[Any, ...]] | None = None
+        self.version = -1
+
+    def kept(self, db: sqlite3.Connection) -> dict[str, tuple[Any, ...]]:
+        # data_version changes when another connection (the indexer's) commits
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if self.files is None or version != self.version:
+            self.files, self.version = kept(db), version
+        return self.files
 
     def refresh(self, db: sqlite3.Connection) -> None:
         new = db.execute("SELECT id, word FROM picker_vocab WHERE id > ? ORDER BY id", (self.last,)).fetchall()
@@ -323,7 +333,7 @@ def split(
     matches, those to scan the old way: not kept here, or changed since they were indexed).
     Files outside the roots (a symlink out of them) or gone are in neither, as the scan
     leaves them out."""
-    known = kept(db)
+    known = kept(db) if vocab is None else vocab.kept(db)
     dirs: dict[str, str] = {}
     names: dict[int, str | None] = {}
     paths: dict[int, str] = {}
