@@ -306,3 +306,33 @@ def test_a_line_the_scan_may_skip_is_left_to_it(tmp_path: Path, monkeypatch: pyt
         got, rest = from_index(ft, root, ["okapi"], v)
         assert got == scan(root, ["okapi"])
         assert rest == [str(long)]
+
+
+def test_the_servers_reader_follows_a_database_built_anew(tmp_path: Path) -> None:
+    """server/pickerindex.py: no database yet (None: the files are read), a database that
+    cannot be read (None), one set aside and built anew (read from then on)."""
+    from pi_server.server.pickerindex import Reader
+
+    root = tmp_path / "sessions"
+    a = root / "--w--" / "a.jsonl"
+    write_session(a, ["zebracorn"])
+    files, roots = [str(a)], [str(root)]
+    path = str(tmp_path / "fulltext.sqlite")
+    r = Reader(path)
+    assert r._split(["zebracorn"], files, roots) is None
+    ft = FullText(path)
+    index_all(ft, root)
+    assert r._split(["zebracorn"], files, roots) == ([str(a)], [])
+    ft.close()
+    for suffix in ("", "-wal", "-shm"):  # set aside as fulltext/db.py does: a foreign file in its place
+        if os.path.exists(path + suffix):
+            os.replace(path + suffix, path + ".old" + suffix)
+    Path(path).write_bytes(b"not a database" * 100)
+    assert r._split(["zebracorn"], files, roots) is None
+    os.unlink(path)
+    write_session(a, ["okapi"])  # rewritten, then indexed into a new database
+    ft = FullText(path)
+    index_all(ft, root)
+    assert r._split(["okapi"], files, roots) == ([str(a)], [])
+    assert r._split(["zebracorn"], files, roots) == ([], [])
+    r.close()
