@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pi_server.fulltext import chunks as ch
+from pi_server.fulltext import picker
 from pi_server.fulltext.query import Query
 from pi_server.store.cache import HEAD, fingerprint, head_hash
 from pi_server.store.names import from_wire, to_wire
@@ -89,6 +90,7 @@ class FullText:
             elif row is None or row[0] != FORMAT:
                 raise sqlite3.DatabaseError(f"format {row[0] if row else 'unknown'}, not {FORMAT}")
             db.execute("SELECT count(*) FROM files").fetchone()
+            picker.ensure(db)
         except sqlite3.DatabaseError:
             db.close()
             raise
@@ -143,6 +145,7 @@ class FullText:
             words = ch.index_words(ch.decode(ch.unpack(body)[1]))
             self.db.execute("INSERT INTO fts(fts, rowid, text) VALUES('delete', ?, ?)", (cid, words))
         self.db.execute("DELETE FROM chunks WHERE file=?", (row[0],))
+        picker.forget(self.db, row[0])
         self.db.execute("DELETE FROM files WHERE id=?", (row[0],))
 
     def index_step(self, path: str) -> bool:
@@ -185,6 +188,7 @@ class FullText:
             else self.db.execute("INSERT INTO files(path, done) VALUES(?, 0)", (to_wire(path),)).lastrowid
         )
         self._write(fid, parsed)
+        picker.add(self.db, fid, done, data[:cut])
         done += cut
         finished = done >= st.st_size or cut == 0
         self.db.execute(

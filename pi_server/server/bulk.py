@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from pi_server.server import notify, offcore, pool
+from pi_server.server import fulltext, notify, offcore, pickerindex, pool
 from pi_server.server.worker import BACKGROUND, REQUEST
 from pi_server.store.discovery import query_tokens
 from pi_server.store.names import display, is_utf8, to_wire
@@ -60,17 +60,16 @@ def _wire_info(info: dict) -> dict:
 
 
 async def _list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit: int | None) -> list[dict]:
-    """Files never indexed are indexed in the workers, and the search (if any) runs there; the
-    server describes the files listed. Workers start only for such work."""
+    """Files never indexed are indexed in the workers; a search is answered from the full-text
+    index where it can, in the workers for the rest; the server describes the files listed.
+    Workers start only for such work."""
     reg = ls.registry
     tokens = query_tokens(query)
     bulk = pool.shared()
-    if tokens:
-        if bulk.ready():
-            return await searched(ls, bulk, tokens, cwd, limit)
-        return await ls.core_steps(reg.list_steps, cwd, query, limit)
     if reg.evicted:
         await offcore.describe_dropped(ls, reg)
+    if tokens:
+        return await searched(ls, bulk, query or "", cwd, limit)
     listed, missing = await ls.core_steps(reg.list_known_steps, cwd)
     if missing:  # a store not indexed yet: in the workers, then the listing again
         if bulk.ready():
@@ -79,11 +78,31 @@ async def _list_sessions(ls: PiServer, cwd: str | None, query: str | None, limit
     return listed[:limit] if limit is not None else listed
 
 
-async def searched(ls: PiServer, bulk: pool.BulkPool, tokens: list[str], cwd: str | None, limit: int | None) -> list:
-    """The workers say which files match (indexing those never indexed into the cache); the
-    server describes only those."""
+async def searched(ls: PiServer, bulk: pool.BulkPool, query: str, cwd: str | None, limit: int | None) -> list:
+    """The files the full-text index keeps whole and current are matched there (no file is
+    read); the rest (not indexed yet, changed since, or not plain) are searched as before. The
+    server describes only the files matched."""
     reg = ls.registry
+    tokens = query_tokens(query)
     files = await ls.core_steps(reg.files_steps)
+    split = await pickerindex.reader(fulltext.indexer(ls).path).split(tokens, files, reg.roots)
+    if split is None:  # no index to read yet: as before
+        if not bulk.ready():
+            return await ls.core_steps(reg.list_steps, cwd, query, limit)
+        split = [], files
+    matched, rest = split
+    if rest and bulk.ready():
+        matched += await _scan(ls, bulk, tokens, rest)
+    elif rest:  # no worker processes: the server searches them itself (`rest` is within the roots)
+        found = await ls.core_steps(reg.list_steps, None, query, None, tuple(rest))
+        matched += [info["session"] for info in found]
+    return await ls.core_steps(reg.list_steps, cwd, None, limit, tuple(sorted(matched)))
+
+
+async def _scan(ls: PiServer, bulk: pool.BulkPool, tokens: list[str], files: list[str]) -> list[str]:
+    """Of `files`, those matching every token, read in the workers (indexing those never
+    indexed into the cache)."""
+    reg = ls.registry
     req = {"op": "search", "tokens": tokens, "state": str(reg.state.root), "roots": reg.roots}
     matched, lost = [], []
     async for path, hit in bulk.map(req, files, SEARCH_CHUNK, urgent=True):
@@ -93,7 +112,7 @@ async def searched(ls: PiServer, bulk: pool.BulkPool, tokens: list[str], cwd: st
             lost.append((path, hit))
     if lost:
         await ls.core(reg.indexed_elsewhere, lost)
-    return await ls.core_steps(reg.list_steps, cwd, None, limit, tuple(sorted(matched)))
+    return matched
 
 
 async def index_store(ls: PiServer, files: list[str], progress: Callable[[int], None]) -> bool:
