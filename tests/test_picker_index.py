@@ -142,7 +142,9 @@ def from_index(
     ft: FullText, root: Path, tokens: list[str], vocab: picker.Vocab | None = None
 ) -> tuple[list[str], list[str]]:
     """The index's answer (its matches, and the files it leaves to the scan, scanned), read
-    on a connection of its own as the server reads it (server/pickerindex.py)."""
+    on a connection of its own as the server reads it (server/pickerindex.py), once the indexer
+    has committed its batch (the server's indexer commits when its queue runs empty)."""
+    ft.flush()
     files = list(iter_session_files([str(root)]))
     db = _readers.get(ft.path)
     if db is None:
@@ -160,6 +162,7 @@ def index_all(ft: FullText, root: Path) -> None:
     for f in iter_session_files([str(root)]):
         while not ft.index_step(f):
             pass
+    ft.flush()
 
 
 def _same(ft: FullText, root: Path, vocab: picker.Vocab | None = None) -> list[str]:
