@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pi_server")
 LONG_ENTRIES = 100_000  # sessions at least this large are read off the core worker
+EAGER_MAPS = 250_000  # a restored index this large has its id map built off the core worker
 LONG_BYTES = 16 << 20  # a file not indexed yet this large is indexed off the core worker
 _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-long")
 
@@ -107,8 +108,11 @@ def _load(state_root: str, roots: tuple[str, ...], path: str) -> tuple[SessionIn
             except (NotASession, OSError) as e:
                 raise SessionNotFound(f"cannot read {path}: {e}") from None
         cache.save(idx)
-    idx.by_id, idx.call_pos  # noqa: B018  built here (in steps), not by the core worker's first request on it
     outline = Outline(idx)
+    if not outline.seeded or len(idx) >= EAGER_MAPS:
+        # built here, not by the core worker's first request on it; a tree restored from the
+        # cache shows its first window without them, and a smaller session's take little time
+        idx.by_id, idx.call_pos  # noqa: B018
     if not outline.seeded:  # else the cache gave the tree and default view: the id map waits for first use
         last = idx.by_id.get(idx.last_id) if idx.last_id is not None else None
         outline.layout(last, "default", "", frozenset(), rows=0)
