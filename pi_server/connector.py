@@ -263,8 +263,8 @@ def relay(sock: object, sent: bytes) -> int:
                     break
                 watch.feed(data)
                 sock.sendall(data)
-        except OSError:
-            pass
+        except OSError:  # the daemon went away mid-write (or stdin failed): not the client's end
+            return
         ended.append(True)
         try:
             sock.shutdown(_socket.SHUT_WR)
