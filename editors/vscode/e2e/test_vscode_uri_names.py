@@ -61,8 +61,8 @@ def _last_entry(raw: bytes) -> dict:
 @pytest.mark.xfail(
     strict=False,
     reason="after the other files, the daemon already running and watching: the cafe file, added then, "
-    "was not listed within 90 s (a name that is not UTF-8 stops the watcher, and polling follows only "
-    "files already known); alone, with a daemon started after the file, it passes (issue 22 stays open on it)",
+    "was not listed within 90 s (its name stops the watcher; why the polling that follows did not list it "
+    "is not found yet); alone, with a daemon started after the file, it passes (issue 22 stays open on it)",
 )
 def test_a_session_whose_name_is_not_utf8(wb: Workbench, world: World) -> None:
     raw = _cafe_session(world)
