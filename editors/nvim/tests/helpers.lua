@@ -298,11 +298,14 @@ function H.answer_input(text)
   end
 end
 
+--- The file's entries as pi reads them: a line still being written (the server takes a
+--- long line's room first, then fills it) does not decode yet and is skipped.
 function H.read_entries(file)
   local out = {}
   for _, line in ipairs(vim.fn.readfile(file)) do
-    if line ~= "" then
-      out[#out + 1] = vim.json.decode(line, { luanil = { object = true } })
+    local ok, entry = pcall(vim.json.decode, line, { luanil = { object = true } })
+    if ok and type(entry) == "table" then
+      out[#out + 1] = entry
     end
   end
   return out
