@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import logging
 import os
@@ -273,8 +274,20 @@ def _log_path(flag: str | None, state: str) -> tuple[str, str | None]:
         return other, f"state dir {state} cannot be written ({why}): serving without the index cache"
 
 
+# Modules a first client's work would import on the event loop, every request waiting: the
+# watcher's (watchfiles awaits its thread through anyio, ~40 ms of imports) and progress's.
+LATE_MODULES = ("anyio.to_thread", "anyio._backends._asyncio", "anyio.streams.memory", "pygls.progress")
+
+
+def _import_late_modules() -> None:
+    for name in LATE_MODULES:
+        with contextlib.suppress(ImportError):  # another version lays them out otherwise: imported when used
+            importlib.import_module(name)
+
+
 def serve_daemon(options: ServerOptions, idle_exit: float, log_path: str) -> int:
     """Listen for this configuration's clients until stopped or idle; 0 also when one already runs."""
+    _import_late_modules()
     key = rendezvous.config_key(
         options.session_dirs,
         options.state_dir or rendezvous.default_state_dir(),
