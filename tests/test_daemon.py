@@ -297,6 +297,52 @@ def test_configurations_never_mix(store, tmp_path: Path) -> None:
     _cli("daemon", "stop", *_args(other))
 
 
+def _tree_then_stop(store: dict[str, Any]) -> int:
+    """A client opens the largest sample's tree (no background indexing: no `initialized`), then
+    the daemon is stopped; the old daemon's pid."""
+    c = Connector(store)
+    c.call("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+    assert "result" in c.call("pi/getTree", {"session": store["big"], "limit": 5})
+    pid = _status(store)["pid"]
+    assert c.close() == 0
+    assert _cli("daemon", "stop", *_args(store)).returncode == 0
+    _wait(lambda: not _alive(pid))
+    return pid
+
+
+def test_a_restarted_daemon_reads_back_the_sessions_it_had_in_memory(store) -> None:
+    _tree_then_stop(store)
+    daemon = subprocess.Popen(  # as a connector starts it; no client yet
+        [sys.executable, "-m", "pi_server", "daemon", "run", *_args(store)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    _wait(lambda: (_status(store) or {}).get("sessionsIndexed") == 1)  # read from its saved index, unasked
+    c = Connector(store)
+    c.initialize()
+    assert c.call("pi/getTree", {"session": store["big"], "limit": 5})["result"]["rows"]
+    assert _status(store)["pid"] == daemon.pid
+    assert c.close() == 0
+    assert _cli("daemon", "stop", *_args(store)).returncode == 0
+    assert daemon.wait(timeout=20) == 0
+
+
+def test_sessions_outside_the_roots_are_not_read_back(store, tmp_path: Path) -> None:
+    _tree_then_stop(store)
+    elsewhere = tmp_path / "elsewhere" / "--x--"
+    elsewhere.mkdir(parents=True)
+    other = {**store, "root": str(elsewhere.parent)}  # the same state dir, other roots
+    c = Connector(other)
+    c.initialize()
+    time.sleep(1.0)  # the read-back runs first thing: it has had its chance
+    st = _status(other)
+    assert st["sessionsIndexed"] == 0
+    assert "Traceback" not in Path(st["log"]).read_text()
+    assert c.close() == 0
+    _cli("daemon", "stop", *_args(other))
+
+
 def test_a_state_dir_that_cannot_be_written(store, tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pi_server import __version__, rendezvous
+from pi_server.live.registry import Registry
+from pi_server.server import offcore
 from pi_server.server.host import ServerOptions
 from pi_server.server.tcp import LINE_LIMIT, Connection, Hub, attach, handle_connection
 
@@ -189,6 +191,7 @@ def _remove_own(d: Daemon) -> None:
 async def _run(options: ServerOptions, sock: socket.socket, d_args: dict[str, Any]) -> None:
     hub = Hub(options)
     d = Daemon(hub=hub, **d_args)
+    hub.root.tasks.append(asyncio.ensure_future(offcore.warm_up(hub.root, hub.registry)))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, d.done.set)
@@ -202,11 +205,17 @@ async def _run(options: ServerOptions, sock: socket.socket, d_args: dict[str, An
         _remove_own(d)  # new connectors start a new daemon from now on
         try:
             await asyncio.wait_for(hub.root.shutdown_core(), 30)  # background work stopped, indexes saved
+            await hub.root.core(_remember_warm, hub.registry)
         except Exception:
             log.exception("saving the indexes on exit failed")
         d.saved.set()
         await asyncio.sleep(0)  # `stop` callers hear it before the loop ends
     log.info("daemon %d exits", os.getpid())
+
+
+def _remember_warm(reg: Registry) -> None:
+    """The sessions in memory, for the next daemon to read back as it starts (`offcore.warm_up`)."""
+    reg.cache.save_listing(warm=[*reversed(reg.sessions)])
 
 
 class ListenFailed(Exception):

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from pi_server.live.errors import EntryNotFound, SessionNotFound
+from pi_server.live.errors import EntryNotFound, OutsideRoots, SessionNotFound
 from pi_server.server import errors, wire
 
 if TYPE_CHECKING:
@@ -170,6 +170,31 @@ async def load(registry: Registry, path: str) -> tuple[SessionIndex, Outline, bo
         return await asyncio.shield(running)
     except Exception:  # not a session, outside the roots, gone
         return None
+
+
+async def warm_up(ls: Any, registry: Registry) -> None:
+    """Read back, from their saved indexes, the sessions the last server had in memory when it
+    stopped (most recently used first, within the memory budget): a client coming back to one
+    after a restart finds it served from memory, not read from the cache at its first request.
+    A request for one of them meanwhile shares its read (`load`)."""
+    from pi_server.server.worker import BACKGROUND
+
+    budget = registry.max_live_entries
+    for path in await ls.core(registry.cache.warm, priority=BACKGROUND):
+        if ls.stop.is_set():
+            return
+        try:
+            if registry.resolve(path) != path or path in registry.sessions:
+                continue
+        except (OutsideRoots, SessionNotFound):  # outside this configuration's roots
+            continue
+        loaded = await load(registry, path)
+        if loaded is None:
+            continue
+        budget -= len(loaded[0])
+        if budget < 0:  # it would drop what is in memory: the rest is read when asked for
+            return
+        await ls.core(registry.adopt_loaded, path, *loaded, priority=BACKGROUND)
 
 
 @asynccontextmanager

@@ -30,6 +30,7 @@ FORMAT = 6
 HEAD = 4096  # bytes at the start of the file whose digest the cache keeps
 # the per-session caches kept (bytes of index/ in all): beyond it the least recently written go first
 MAX_CACHE_BYTES = 512 << 20
+WARM_MAX = 8  # sessions a restarted server reads back into memory (server/offcore.py: warm_up)
 _PRUNE_EVERY = 32  # saves between two measures of the folder
 _ARRAYS = ("offsets", "lengths", "lines", "anc_model", "anc_thinking", "anc_compaction")
 # ids packed in chunks of CHUNK: decoding a million strings at once held the interpreter lock
@@ -76,6 +77,7 @@ class IndexCache:
         self.dir = Path(state_root) / "index"
         self.listing_path = Path(state_root) / "listing.msgpack"
         self._listing: dict[str, Any] | None = None
+        self._warm: list[str] = []  # the sessions the daemon had in memory when it stopped (most recent first)
         self._listing_dirty = False  # changed since read or written: a save writes it
         self._saves = 0
 
@@ -215,6 +217,9 @@ class IndexCache:
                 data = unpack(self.listing_path.read_bytes())
                 ok = isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("sessions"), dict)
                 self._listing = data["sessions"] if ok else {}
+                warm = data.get("warm") if ok else None
+                if isinstance(warm, list):
+                    self._warm = [p for p in warm[:WARM_MAX] if isinstance(p, str)]
             except Exception:
                 self._listing = {}
         return self._listing
@@ -239,10 +244,18 @@ class IndexCache:
             listing[path] = rec
             self._listing_dirty = True
 
-    def save_listing(self, keep: set[str] | None = None) -> None:
+    def warm(self) -> list[str]:
+        """The sessions the last daemon had in memory when it stopped, most recently used first."""
+        self.listing()
+        return list(self._warm)
+
+    def save_listing(self, keep: set[str] | None = None, warm: list[str] | None = None) -> None:
         """Write the listing file (temp file + rename: servers sharing the state dir never read
-        half of one) when it changed: files described since, or gone (not in `keep`)."""
+        half of one) when it changed: files described since, or gone (not in `keep`), or the
+        sessions in memory (`warm`, most recently used first)."""
         sessions = self.listing()
+        if warm is not None and warm[:WARM_MAX] != self._warm:
+            self._warm, self._listing_dirty = warm[:WARM_MAX], True
         if keep is not None:
             for path in [p for p in sessions if p not in keep]:
                 del sessions[path]
@@ -250,7 +263,7 @@ class IndexCache:
         if not self._listing_dirty:
             return
         try:
-            atomic_write(self.listing_path, pack({"format": FORMAT, "sessions": sessions}), durable=False)
+            atomic_write(self.listing_path, pack({"format": FORMAT, "sessions": sessions, "warm": self._warm}), durable=False)
             self._listing_dirty = False
         except (OSError, ValueError, msgspec.EncodeError):
             pass
