@@ -11,7 +11,8 @@
   each connector's RSS, the second client's first 200-row `/tree` window;
 - after a daemon restart (`pi-server daemon stop`: indexes saved), the first window
   on the unchanged session, beside pi 1.6.0's open + context + tree of the same file,
-  and the new daemon's RSS after it.
+  and the new daemon's RSS after it; the same with the session not read back at the
+  daemon's start (its list of sessions in memory cleared: "cold").
 
 Sockets go to a folder of this run (XDG_RUNTIME_DIR), so no other daemon is met.
 """
@@ -126,10 +127,16 @@ def five_clients(args: list[str], path: str) -> dict[str, Any]:
     return out
 
 
-def after_restart(args: list[str], path: str) -> dict[str, Any]:
+def after_restart(args: list[str], path: str, state: str, cold: bool = False) -> dict[str, Any]:
     """`pi-server daemon stop` (indexes saved), then a new connector's first window, and the
-    new daemon's RSS after it."""
+    new daemon's RSS after it. `cold`: the stopped daemon's list of sessions in memory is
+    cleared first, so the new one reads the session from its cache only when asked (as after
+    a kill -9)."""
     stop(args)
+    if cold:
+        from pi_server.store.cache import IndexCache
+
+        IndexCache(state).save_listing(warm=[])
     c = Client(args)
     c.initialize()
     took = window(c, path)
@@ -178,13 +185,18 @@ def main() -> int:
         warm.close()
         result.update(five_clients(args, path))
         # one restart is one sample of a short time: the median of several, and of pi's side too
-        restarts = [after_restart(args, path) for _ in range(a.restarts)]
+        state = str(Path(tmp, "state"))
+        restarts = [after_restart(args, path, state) for _ in range(a.restarts)]
+        colds = [after_restart(args, path, state, cold=True)["restartWindowSeconds"] for _ in range(a.restarts)]
+        result["restartColdWindowSeconds"] = statistics.median(colds)
+        result["restartColdWindowAllSeconds"] = [round(t, 4) for t in colds]
         result["restartWindowSeconds"] = statistics.median(r["restartWindowSeconds"] for r in restarts)
         result["restartWindowAllSeconds"] = [round(r["restartWindowSeconds"], 4) for r in restarts]
         result["restartDaemonRssBytes"] = max(r["restartDaemonRssBytes"] for r in restarts)
         pis = [run.pi_json("1.6.0", "measure", str(big))["totalSeconds"] for _ in range(a.restarts)]
         result["pi16OpenContextTreeSeconds"] = statistics.median(pis)
         result["restartRatio"] = result["restartWindowSeconds"] / result["pi16OpenContextTreeSeconds"]
+        result["restartColdRatio"] = result["restartColdWindowSeconds"] / result["pi16OpenContextTreeSeconds"]
         stop(args)
     print(json.dumps(result) if a.json else json.dumps(result, indent=2))
     return 0
