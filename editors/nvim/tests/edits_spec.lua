@@ -35,11 +35,6 @@ local function context_ids(file)
   return H.request("pi/buildContext", { session = file }).entryIds
 end
 
-local function last_entry(file)
-  local entries = H.read_entries(file)
-  return entries[#entries]
-end
-
 return {
   { "o omits the message under the cursor (a context_edit), O restores it as written", function()
     local file = H.shop()
@@ -50,8 +45,8 @@ return {
     end), "a user message in the context")
     H.cursor_to(row.id)
     H.press("o")
-    H.wait(function() return last_entry(file).type == "context_edit" end, "the edit in the file")
-    local edit = last_entry(file)
+    H.wait(function() return H.last_entry(file).type == "context_edit" end, "the edit in the file")
+    local edit = H.last_entry(file)
     H.eq(row.id, edit.targetId)
     H.eq(nil, edit.replacement)
     H.truthy(vim.fn.readfile(file)[#vim.fn.readfile(file)]:find('"replacement":null', 1, true), "replacement: null")
@@ -62,8 +57,8 @@ return {
 
     H.cursor_to(row.id)
     H.press("O")
-    H.wait(function() return last_entry(file).id ~= edit.id end, "the restore in the file")
-    local restore = last_entry(file)
+    H.wait(function() return H.last_entry(file).id ~= edit.id end, "the restore in the file")
+    local restore = H.last_entry(file)
     H.eq("context_edit", restore.type)
     H.eq(row.id, restore.targetId)
     local entry = H.request("pi/getEntry", { session = file, id = row.id }).entry

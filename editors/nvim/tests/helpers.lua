@@ -311,4 +311,10 @@ function H.read_entries(file)
   return out
 end
 
+--- The file's last entry (as `read_entries` reads them).
+function H.last_entry(file)
+  local entries = H.read_entries(file)
+  return entries[#entries]
+end
+
 return H

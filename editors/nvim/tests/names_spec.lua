@@ -37,11 +37,6 @@ local function pick(uri)
   return texts
 end
 
-local function last_entry(path)
-  local entries = H.read_entries(path)
-  return entries[#entries]
-end
-
 return {
   { "the plugin reads a file: URI and a name as the server does", function()
     local path, uri = cafe()
@@ -90,9 +85,9 @@ return {
     H.cursor_to(row.id)
     H.answer_input("café")
     H.press("L")
-    H.wait(function() return last_entry(path).type == "label" end, "the label in the file")
-    H.eq("café", last_entry(path).label)
-    H.eq(row.id, last_entry(path).targetId)
+    H.wait(function() return H.last_entry(path).type == "label" end, "the label in the file")
+    H.eq("café", H.last_entry(path).label)
+    H.eq(row.id, H.last_entry(path).targetId)
     H.idle()
     H.wait(function() return vim.tbl_contains(H.lines(), "│     • [café] user: Run the tests.") end, "the label drawn")
     local other = H.truthy(H.row_where(function(r) return r.title:find("^assistant: The ORM route") end), "a row off the path")
