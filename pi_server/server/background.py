@@ -62,10 +62,22 @@ async def watch_roots(ls: PiServer) -> None:
     # every file is checked once against what the server holds before polling takes over
     baseline = await asyncio.to_thread(polling.snapshot, roots)
     try:
-        await handle_changes(ls, {(Change.modified, p) for p in baseline})
+        await handle_changes(ls, await ls.core(missed_changes, ls, baseline))  # on the core: the registry's own thread
     except Exception:
         log.exception("watcher: checking the files after it stopped failed")
     await polling.poll_roots(roots, ls.stop, lambda changes: handle_changes(ls, changes), baseline)
+
+
+def missed_changes(ls: PiServer, files: polling.Snapshot) -> set[tuple[Change, str]]:
+    """The files on disk as changes to check against what the server holds: one it holds as
+    modified, any other as added, and one it holds that is gone as deleted. Polling's first
+    pass starts from these files, so a change the stopped watcher never reported (often the
+    file it could not name, new) would otherwise never be seen."""
+    reg = ls.registry
+    served = reg.sessions.keys() | reg.evicted.keys()
+    held = served | reg.skipped.keys()
+    changes = {(Change.modified if path in held else Change.added, path) for path in files}
+    return changes | {(Change.deleted, path) for path in served - files.keys()}
 
 
 def _reasons(e: BaseException) -> str:
