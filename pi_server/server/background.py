@@ -52,9 +52,9 @@ async def watch_roots(ls: PiServer) -> None:
             debounce=DEBOUNCE_MS,
             step=STEP_MS,
             stop_event=ls.stop,
-            watch_filter=lambda _c, p: p.endswith(".jsonl"),
+            watch_filter=_watched,
         ):
-            await handle_changes(ls, changes)
+            await handle_changes(ls, await with_new_folders(roots, changes))
         return
     except Exception as e:  # watchfiles raises OSError or its own error for an exhausted limit
         warn_cannot_watch(ls, e)
@@ -62,10 +62,38 @@ async def watch_roots(ls: PiServer) -> None:
     # every file is checked once against what the server holds before polling takes over
     baseline = await asyncio.to_thread(polling.snapshot, roots)
     try:
-        await handle_changes(ls, {(Change.modified, p) for p in baseline})
+        await handle_changes(ls, await ls.core(missed_changes, ls, baseline))  # on the core: the registry's own thread
     except Exception:
         log.exception("watcher: checking the files after it stopped failed")
     await polling.poll_roots(roots, ls.stop, lambda changes: handle_changes(ls, changes), baseline)
+
+
+def _watched(change: Change, path: str) -> bool:
+    """Session files, and folders added under the roots (see `with_new_folders`)."""
+    return path.endswith(".jsonl") or (change == Change.added and os.path.isdir(path) and not os.path.islink(path))
+
+
+async def with_new_folders(roots: list[str], changes: set[tuple[Change, str]]) -> set[tuple[Change, str]]:
+    """The changes, each folder added replaced by the session files already in it: a folder made
+    and filled at once (a copy, an archive unpacked, a folder moved in) is watched only from
+    just after it appeared, so the watcher never names the files written before that."""
+    folders = [p for kind, p in changes if kind == Change.added and not p.endswith(".jsonl")]
+    if not folders:
+        return changes
+    found = await asyncio.to_thread(polling.files_in_folders, roots, folders)
+    return {c for c in changes if c[1].endswith(".jsonl")} | {(Change.added, p) for p in found}
+
+
+def missed_changes(ls: PiServer, files: polling.Snapshot) -> set[tuple[Change, str]]:
+    """The files on disk as changes to check against what the server holds: one it holds as
+    modified, any other as added, and one it holds that is gone as deleted. Polling's first
+    pass starts from these files, so a change the stopped watcher never reported (often the
+    file it could not name, new) would otherwise never be seen."""
+    reg = ls.registry
+    served = reg.sessions.keys() | reg.evicted.keys()
+    held = served | reg.skipped.keys()
+    changes = {(Change.modified if path in held else Change.added, path) for path in files}
+    return changes | {(Change.deleted, path) for path in served - files.keys()}
 
 
 def _reasons(e: BaseException) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 
@@ -37,6 +38,20 @@ def snapshot(roots: list[str]) -> Snapshot:
             continue  # removed between the listing and the stat: the next pass sees it gone
         out[entry.path] = (st.st_size, st.st_mtime_ns, st.st_ino)
     return out
+
+
+def files_in_folders(roots: list[str], folders: list[str]) -> list[str]:
+    """The session files in these folders (each under a root) and their subfolders, as a walk of
+    the roots would find them: hidden folders and symlinked ones left out."""
+    found: list[str] = []
+    for folder in folders:
+        root = next((r for r in roots if folder.startswith(r.rstrip(os.sep) + os.sep)), None)
+        if root is None or os.path.islink(folder):
+            continue
+        if any(part.startswith(".") for part in os.path.relpath(folder, root).split(os.sep)):
+            continue
+        found += (e.path for e in iter_session_entries([folder]))
+    return found
 
 
 def diff(before: Snapshot, after: Snapshot) -> Changes:

@@ -97,10 +97,14 @@ class Workbench:
     # --- the side bar
 
     def open_pi(self) -> None:
+        """Shows the Pi Sessions side bar. Its icon is clicked only when the side bar does not show it:
+        a click while it is shown hides it (the icon's own link has no aria-expanded to tell)."""
         item = self.page.locator('.activitybar .action-item a[aria-label^="Pi Sessions"]').first
         item.wait_for(state="visible", timeout=TIMEOUT)
-        if item.get_attribute("aria-expanded") != "true":
+        title = self.page.locator(".part.sidebar .title-label h2", has_text="Pi Sessions").first
+        if not title.is_visible():
             item.click()
+        title.wait_for(state="visible", timeout=TIMEOUT)
 
     def pane(self, title: str) -> Locator:
         header = self.page.locator(".pane-header .title", has_text=re.compile(f"^{re.escape(title)}$", re.I))
