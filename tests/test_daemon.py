@@ -395,3 +395,59 @@ def test_the_connector_imports_only_the_standard_library(store) -> None:
     foreign = {m for m in loaded - baseline - ours if m.split(".")[0] not in sys.stdlib_module_names}
     assert foreign == set()
     assert c.close() == 0
+
+
+def _in_own_mounts(script: str) -> bool:
+    """Whether this machine lets a test mount a small file system of its own (root, or a user
+    namespace that maps us to root)."""
+    for pre in (["unshare", "-m"], ["unshare", "-rm"]):
+        try:
+            ok = subprocess.run([*pre, "sh", "-c", script.replace("$S", "/mnt")], capture_output=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if ok.returncode == 0:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("kind", ["read-only", "full"])
+def test_a_read_only_or_full_state_dir(store, tmp_path: Path, kind: str) -> None:
+    """The state dir on a file system of its own (a private mount namespace): mounted read-only,
+    or filled to the last byte before the daemon starts. The daemon serves, says once in its log
+    that it serves without the index cache, and leaves the state dir as it found it."""
+    mount = {
+        "read-only": "mount -t tmpfs -o ro,size=1m tmpfs $S",
+        "full": "mount -t tmpfs -o size=64k tmpfs $S && (head -c 1m /dev/zero > $S/filler; true)",
+    }[kind]
+    if os.geteuid() != 0 or not _in_own_mounts(mount + " && true"):
+        pytest.skip("no private mount namespace here (needs root)")
+    state = tmp_path / "state-mount"
+    state.mkdir()
+    cfg = {**store, "state": str(state)}
+    daemon = subprocess.Popen(
+        ["unshare", "-m", "sh", "-c", mount.replace("$S", str(state)) + ' && exec "$@"', "sh"]
+        + [sys.executable, "-m", "pi_server", "daemon", "run", *_args(cfg)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait(lambda: _status(cfg) is not None or daemon.poll() is not None)
+        assert daemon.poll() is None, daemon.stderr.read().decode() if daemon.stderr else ""
+        c = Connector(cfg)
+        c.initialize()
+        sessions = c.call("pi/listSessions", {})["result"]["sessions"]
+        assert len(sessions) == len(list(Path(store["root"]).rglob("*.jsonl")))
+        assert c.call("pi/getTree", {"session": store["big"], "limit": 5})["result"]["rows"]
+        st = _status(cfg)
+        assert st is not None and st["pid"] == daemon.pid
+        log = Path(st["log"]).read_text()
+        assert log.count("serving without the index cache") == 1, log
+        assert str(state) in log and "Traceback" not in log
+        assert c.close() == 0
+    finally:
+        _cli("daemon", "stop", *_args(cfg))
+        if daemon.poll() is None:
+            daemon.kill()
+        daemon.wait(timeout=20)
+    assert list(state.iterdir()) == []  # the mount went with its namespace; nothing written beneath it
