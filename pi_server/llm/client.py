@@ -78,8 +78,12 @@ def client_for(key: str, url: str | None = None, *, max_retries: int = 0) -> ant
 async def _loaded() -> None:
     """Import the SDK off the event loop: its first import takes seconds, and every other
     client of the server would wait behind it."""
-    if "anthropic" not in sys.modules:
-        await asyncio.to_thread(importlib.import_module, "anthropic")
+    if any(name not in sys.modules for name in _SDK_MODULES):
+        await asyncio.to_thread(lambda: [importlib.import_module(name) for name in _SDK_MODULES])
+
+
+# every SDK module a call imports: one imported on the loop at the first call held it 1.7 s
+_SDK_MODULES = ("anthropic", "anthropic.lib.streaming", "anthropic.types.beta")
 
 
 def _wire(body: dict[str, Any]) -> bytes:
@@ -126,9 +130,9 @@ async def stream_text(
     on_text: Callable[[str], None] | None = None,
 ) -> Any:
     """Stream `body` with the SDK's message helper; returns the final message."""
+    await _loaded()
     from anthropic.lib.streaming import BetaAsyncMessageStreamManager
 
-    await _loaded()
     client = client_for(key, url, max_retries=max_retries)
     async with BetaAsyncMessageStreamManager(_post(body, client, timeout, helper=True)) as stream:
         async for text in stream.text_stream:
