@@ -51,7 +51,13 @@ def u16len(s: str) -> int:
     """`s.length`: characters outside the BMP count twice."""
     if s.isascii():
         return len(s)
-    return len(s) + len(_ASTRAL.findall(s))
+    # a slice at a time: one scan of a prompt of tens of megabytes holds the interpreter
+    # lock, every other thread waiting, for a tenth of a second and more
+    find = _ASTRAL.findall
+    return len(s) + sum(len(find(s, i, i + SLICE)) for i in range(0, len(s), SLICE))
+
+
+SLICE = 1 << 18  # characters per regular-expression call over a long text (~1 ms)
 
 
 def u16slice(s: str, start: int, end: int | None = None) -> str:

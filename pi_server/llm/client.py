@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from pi_server.llm.encode import json_bytes
 from pi_server.store.discovery import agent_dir
 
 if TYPE_CHECKING:
@@ -77,14 +78,46 @@ def client_for(key: str, url: str | None = None, *, max_retries: int = 0) -> ant
 async def _loaded() -> None:
     """Import the SDK off the event loop: its first import takes seconds, and every other
     client of the server would wait behind it."""
-    if "anthropic" not in sys.modules:
-        await asyncio.to_thread(importlib.import_module, "anthropic")
+    if any(name not in sys.modules for name in _SDK_MODULES):
+        await asyncio.to_thread(lambda: [importlib.import_module(name) for name in _SDK_MODULES])
 
 
-def _params(body: dict[str, Any]) -> dict[str, Any]:
-    # the SDK sets "stream" itself; `betas` goes out as the anthropic-beta header; the query
-    # marks the beta endpoint as pi's JS SDK does
-    return {**{k: v for k, v in body.items() if k != "stream"}, "extra_query": {"beta": "true"}}
+# every SDK module a call imports: one imported on the loop at the first call held it 1.7 s
+_SDK_MODULES = ("anthropic", "anthropic.lib.streaming", "anthropic.types.beta")
+
+
+def _wire(body: dict[str, Any]) -> bytes:
+    """The body's JSON as the SDK's own messages calls would send it: `betas` go out as the
+    anthropic-beta header, and the request streams. Made in a worker thread (encode.py)."""
+    return json_bytes({**{k: v for k, v in body.items() if k != "betas"}, "stream": True})
+
+
+def _headers(body: dict[str, Any], helper: bool) -> dict[str, str]:
+    # the headers the SDK's beta.messages.create (and, `helper`, its stream helper) add
+    headers = {"x-stainless-helper-method": "stream", "x-stainless-stream-helper": "beta.messages"} if helper else {}
+    if "betas" in body:
+        headers["anthropic-beta"] = ",".join(str(b) for b in body["betas"])
+    return headers
+
+
+async def _post(body: dict[str, Any], client: Any, timeout: float, helper: bool = False) -> Any:
+    """POST the body, encoded off the event loop, to the beta Messages endpoint; the SDK's
+    stream of raw events. The SDK no longer transforms nor encodes the params: for a prompt of
+    tens of megabytes that held the event loop, and every other client with it, for a second."""
+    from anthropic import AsyncStream
+    from anthropic.types.beta import BetaMessage, BetaRawMessageStreamEvent
+
+    content = await asyncio.to_thread(_wire, body)
+    # the query marks the beta endpoint as pi's JS SDK does
+    options = {"params": {"beta": "true"}, "headers": _headers(body, helper), "timeout": timeout}
+    return await client.post(
+        "/v1/messages",
+        cast_to=BetaMessage,
+        content=content,
+        options=options,
+        stream=True,
+        stream_cls=AsyncStream[BetaRawMessageStreamEvent],
+    )
 
 
 async def stream_text(
@@ -98,8 +131,10 @@ async def stream_text(
 ) -> Any:
     """Stream `body` with the SDK's message helper; returns the final message."""
     await _loaded()
+    from anthropic.lib.streaming import BetaAsyncMessageStreamManager
+
     client = client_for(key, url, max_retries=max_retries)
-    async with client.beta.messages.stream(**_params(body), timeout=timeout) as stream:
+    async with BetaAsyncMessageStreamManager(_post(body, client, timeout, helper=True)) as stream:
         async for text in stream.text_stream:
             if on_text is not None:
                 on_text(text)
@@ -110,9 +145,8 @@ async def stream_text(
 async def stream_events(body: dict[str, Any], key: str, *, timeout: float, max_retries: int) -> AsyncIterator[Any]:
     """The raw server-sent events of `body`; the stream is closed on exit, also on cancellation."""
     await _loaded()
-    client = client_for(key, max_retries=max_retries)
     # the beta endpoint, as pi-ai's: it takes the body's `betas` (interleaved thinking, inline tools)
-    stream = await client.beta.messages.create(**_params(body), stream=True, timeout=timeout)
+    stream = await _post(body, client_for(key, max_retries=max_retries), timeout)
     try:
         yield stream
     finally:

@@ -30,7 +30,7 @@ def _tokens(idx: SessionIndex, ctx: SessionContext) -> int:
         return estimate_total(ctx.messages)
     cache = idx.tokens
     keys: list[Any]
-    if not ctx.edits_in_force and len(set(ctx.positions)) == len(ctx.positions):
+    if not ctx.edits_in_force and _distinct(ctx.positions):
         keys = ctx.positions  # the common case: one message per entry, none edited
     else:
         edits = ctx.edit_positions or [-1] * len(ctx.positions)
@@ -40,13 +40,24 @@ def _tokens(idx: SessionIndex, ctx: SessionContext) -> int:
             k = k + 1 if pos == prev else 0
             prev = pos
             keys.append(pos if edit < 0 and k == 0 else (pos, edit, k))
-    got = list(map(cache.get, keys))
-    if None in got:
+    # a million keys a slice at a time: one C call over all of them holds the interpreter lock
+    got: list[Any] = []
+    for i in range(0, len(keys), _STEP):
+        got += map(cache.get, keys[i : i + _STEP])
+    if any(None in got[i : i + _STEP] for i in range(0, len(got), _STEP)):
         for i, t in enumerate(got):
             if t is None:
                 m = ctx.messages[i]
                 got[i] = cache[keys[i]] = estimate_raw(m) if type(m) is msgspec.Raw else estimate_tokens(m)
-    return sum(got)  # type: ignore[arg-type]
+    return sum(sum(got[i : i + _STEP]) for i in range(0, len(got), _STEP))
+
+
+def _distinct(positions: list[int]) -> bool:
+    """No position twice: a set built a slice at a time (one set of a million, the same hold)."""
+    seen: set[int] = set()
+    for i in range(0, len(positions), _STEP):
+        seen.update(positions[i : i + _STEP])
+    return len(seen) == len(positions)
 
 
 def _wire_ready(out: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from pi_server.jsutil import js_stringify, u16len
+from pi_server.jsutil import SLICE, js_stringify, u16len
 from pi_server.llm.context_estimate import context_tokens
 from pi_server.llm.transcript import current_system_message
 from pi_server.store import entry_types as et
@@ -37,7 +37,8 @@ def _js_len(value: Any) -> int:
     """The exact path: JSON.stringify escapes a lone surrogate as `\\udXXX` (6 units) where
     js_stringify keeps the character (any surrogate left in a Python string is a lone one)."""
     s = js_stringify(value)
-    return u16len(s) + 5 * len(_SURROGATE.findall(s))
+    find = _SURROGATE.findall  # a slice at a time, as u16len
+    return u16len(s) + 5 * sum(len(find(s, i, i + SLICE)) for i in range(0, len(s), SLICE))
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
