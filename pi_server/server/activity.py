@@ -9,9 +9,25 @@ import time
 
 QUIET_S = 0.2  # background work waits this long after the last request ends
 MAX_WAIT_S = 0.5  # and never longer than this per step, so that a stream of requests cannot stop it
+# while a long call runs (seconds of work on its own thread) a step waits for it to end, up to
+# this: a step beside it made three threads share the interpreter lock, and every small
+# request's hand-offs between them waited 0.1-0.4 s
+MAX_LONG_WAIT_S = 30.0
 
 _in_flight = 0
 _last_end = 0.0
+_long = 0  # long calls running (written by the long-call thread alone)
+
+
+def long_begin() -> None:
+    global _long
+    _long += 1
+
+
+def long_end() -> None:
+    global _long, _last_end
+    _long -= 1
+    _last_end = time.monotonic()
 
 
 def begin() -> None:
@@ -26,7 +42,15 @@ def end() -> None:
 
 
 async def quiet() -> None:
-    """Return once no request has run for `QUIET_S`, or after `MAX_WAIT_S`."""
-    deadline = time.monotonic() + MAX_WAIT_S
-    while (now := time.monotonic()) < deadline and (_in_flight or now - _last_end < QUIET_S):
+    """Return once no request has run for `QUIET_S`, or after `MAX_WAIT_S` (`MAX_LONG_WAIT_S`
+    while a long call runs)."""
+    start = since = time.monotonic()
+    while True:
+        now = time.monotonic()
+        if _long:  # the bounded wait starts again at its end
+            since = now
+        if now - since >= MAX_WAIT_S or now - start >= MAX_LONG_WAIT_S:
+            return
+        if not (_long or _in_flight or now - _last_end < QUIET_S):
+            return
         await asyncio.sleep(0.02)

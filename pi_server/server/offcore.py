@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from pi_server.live.errors import EntryNotFound, OutsideRoots, SessionNotFound
-from pi_server.server import errors, wire
+from pi_server.server import activity, errors, wire
 
 if TYPE_CHECKING:
     from pi_server.live.registry import Registry
@@ -67,9 +67,11 @@ def _without_gc(fn: Any, *args: Any) -> Any:
     (0.5-0.7 s at a million entries, every other thread waiting); nothing here makes cycles."""
     was = gc.isenabled()
     gc.disable()
+    activity.long_begin()  # background indexing waits for it
     try:
         return fn(*args)
     finally:
+        activity.long_end()
         if was:
             gc.enable()
 
