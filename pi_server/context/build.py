@@ -15,6 +15,7 @@ import msgspec
 from pi_server.context.settings import Settings, last_of_each_kind, replay, setting_positions
 from pi_server.jsutil import js_date_json, js_key
 from pi_server.store import entry_types as et
+from pi_server.store import slices
 from pi_server.store.index import SessionIndex
 from pi_server.tree.paths import path_to
 
@@ -194,11 +195,15 @@ def _plain(path: list[dict[str, Any]], selected: list[int]) -> tuple[list[Any], 
     entry_ids = [path[i].get("id") for i in selected]
     raw = msgspec.Raw
     others = [k for k, m in enumerate(msgs) if type(m) is not raw]
+    if not others and not messages:  # every message as the file holds it: the lists as they are
+        return msgs, entry_ids, list(selected)
     start = 0
     for k in [*others, len(selected)]:
-        messages += msgs[start:k]
-        ids += entry_ids[start:k]
-        sources += selected[start:k]
+        for run in range(start, k, slices.STEP):  # a slice at a time: a million in one copy is one hold
+            stop = min(run + slices.STEP, k)
+            messages += msgs[run:stop]
+            ids += entry_ids[run:stop]
+            sources += selected[run:stop]
         start = k + 1
         if k == len(selected):
             break
@@ -238,6 +243,7 @@ def build_context(
     chosen = idx.memo(("context", leaf, idx.generation), lambda: _select(idx, leaf))
     entries = _opaque_entries(idx, chosen) if opaque else idx.cached_entries(chosen)
     ctx = context_for_path(entries, _settings(idx, leaf, chosen))
+    slices.dismantle(entries)  # freed at the return, a million entries would be one long hold
     ctx.positions = [chosen[i] for i in ctx.sources]
     ctx.edit_positions = [chosen[i] if i >= 0 else -1 for i in ctx.edits or ()]
     ctx.edits_in_force = {t: chosen[i] for t, i in (ctx.edits_in_force or {}).items()}

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 import orjson
 
 from pi_server.store import entry_types as et
-from pi_server.store import scan
+from pi_server.store import scan, slices
 from pi_server.store.decode import (
     ABSENT,
     DECODE_ERRORS,
@@ -87,8 +87,12 @@ class EntryReader:
         if not positions:
             return []
         offsets, lengths = self.offsets, self.lengths
-        order = sorted(range(len(positions)), key=positions.__getitem__)
-        at = [positions[k] for k in order]  # positions in file order
+        order: Sequence[int]
+        if slices.ascending(positions):  # a context's are: a sort of a million is one long hold
+            order, at = range(len(positions)), positions
+        else:
+            order = sorted(range(len(positions)), key=positions.__getitem__)
+            at = [positions[k] for k in order]  # positions in file order
         out: list[Any] = [None] * len(positions)
         n = len(at)
         fd = scan.open_regular(self.path, self.roots)
@@ -131,9 +135,12 @@ class EntryReader:
             for p, e in zip(missing, made, strict=True):
                 cache[~p if opaque else p] = e
                 self._cache_bytes += self.lengths[p]
-        # both loops in C: a warm context looks up ten thousand entries
-        deque(map(cache.move_to_end, keys), maxlen=0)
-        out = list(map(cache.__getitem__, keys))
+        # both loops in C (a warm context looks up ten thousand entries), a slice at a time
+        out: list[dict[str, Any]] = []
+        for part in slices.spans(len(keys)):
+            some = keys[part]
+            deque(map(cache.move_to_end, some), maxlen=0)
+            out += map(cache.__getitem__, some)
         self._evict()
         return out
 
