@@ -14,6 +14,7 @@ import asyncio
 import gc
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pi_server.live.errors import EntryNotFound, OutsideRoots, SessionNotFound
 from pi_server.server import activity, errors, wire
+from pi_server.store import slices
 
 if TYPE_CHECKING:
     from pi_server.live.registry import Registry
@@ -32,6 +34,9 @@ log = logging.getLogger("pi_server")
 LONG_ENTRIES = 100_000  # sessions at least this large are read off the core worker
 EAGER_MAPS = 250_000  # a restored index this large has its id map built off the core worker
 LONG_BYTES = 16 << 20  # a file not indexed yet this large is indexed off the core worker
+# while a long call runs, a thread asking for the interpreter lock has it within this (5 ms
+# by default): a small request takes and gives it back at each system call, waiting anew
+LONG_SWITCH_S = 0.0002
 _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-long")
 
 
@@ -56,9 +61,15 @@ def context(
     from pi_server.llm.formats import context_result
 
     idx = private_index(state_root, path, roots)
-    if leaf is not None and leaf not in idx.by_id:
-        raise EntryNotFound(f"no entry {leaf} in {path}")  # the file was rewritten meanwhile
-    return wire.encode_steps(context_result(idx, leaf, before_first=before_first, fmt=fmt))
+    try:
+        if leaf is not None and leaf not in idx.by_id:
+            raise EntryNotFound(f"no entry {leaf} in {path}")  # the file was rewritten meanwhile
+        result = context_result(idx, leaf, before_first=before_first, fmt=fmt)
+        encoded = wire.encode_steps(result)
+        slices.release_values(result)
+        return encoded
+    finally:  # freed at the return, the private index would hold the lock 0.1 s
+        slices.release(idx)
 
 
 def _without_gc(fn: Any, *args: Any) -> Any:
@@ -68,19 +79,18 @@ def _without_gc(fn: Any, *args: Any) -> Any:
     was = gc.isenabled()
     gc.disable()
     activity.long_begin()  # background indexing waits for it
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(LONG_SWITCH_S)
     try:
         return fn(*args)
     finally:
+        sys.setswitchinterval(interval)
         activity.long_end()
         if was:
             gc.enable()
 
 
-def dismantle(values: list[Any]) -> None:
-    """Empty a list of millions of objects a slice at a time: freeing them in one step holds
-    the interpreter lock (0.3 s and more), every other thread waiting."""
-    while values:
-        del values[-4096:]
+dismantle = slices.dismantle  # a list of millions emptied a slice at a time, on the long-call thread
 
 
 async def run(fn: Any, *args: Any) -> Any:
