@@ -32,7 +32,7 @@ from pi_server.store.names import from_wire, to_wire
 
 log = logging.getLogger("pi_server")
 FORMAT = "2"  # bumped whenever chunks or their index words change (forget() gives them again)
-STEP_BYTES = 1 << 20  # file bytes read per indexing step (a request arriving meanwhile shares the CPU with it)
+STEP_BYTES = 1 << 18  # file bytes read per indexing step (~25 ms: a request or long call arriving meanwhile shares the CPU with it)
 COMMIT_CHARS = 8 << 20  # text per transaction while a batch of steps runs
 HASH_BYTES = 32 << 20  # FTS5's pending terms kept in memory before written as a segment
 SCHEMA = """
