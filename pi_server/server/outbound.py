@@ -20,6 +20,7 @@ log = logging.getLogger("pi_server")
 SOFT_LIMIT = 8 << 20  # unsent bytes past which the connection's requests are no longer read
 HARD_LIMIT = 128 << 20  # unsent bytes past which the connection is closed
 MAX_IN_FLIGHT = 64  # requests being answered past which the connection's requests are not read
+JOIN_LIMIT = 1 << 20  # a message up to this size is joined and sent in one piece
 
 
 class Outbound:
@@ -53,10 +54,12 @@ class Outbound:
         if self.overflowed or self.transport.is_closing():
             return
         before = self.unsent()
-        size = 0
-        for part in parts:
-            self.transport.write(part)
-            size += len(part)
+        size = sum(map(len, parts))
+        if size <= JOIN_LIMIT:  # one send, not one per piece: each gives up the interpreter lock
+            self.transport.write(b"".join(parts))
+        else:
+            for part in parts:
+                self.transport.write(part)
         # one large reply to a client that keeps up may pass the hard limit on its own
         if before > self.soft and before + size > self.hard:
             self.overflowed = True
