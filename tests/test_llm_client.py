@@ -25,9 +25,9 @@ def test_summaries_reuse_one_client() -> None:
 
     async def two_calls(url: str) -> tuple[Any, Any, list[str]]:
         first = await complete(body, KEY, base_url=url)
-        client = client_for(KEY, url, max_retries=2)
+        client = await client_for(KEY, url, max_retries=2)
         second = await complete(body, KEY, base_url=url)
-        return client, client_for(KEY, url, max_retries=2), [first, second]
+        return client, await client_for(KEY, url, max_retries=2), [first, second]
 
     with FakeAnthropic() as fake:
         before, after, answers = asyncio.run(two_calls(fake.url))
@@ -48,9 +48,9 @@ def test_the_harness_reuses_one_client(monkeypatch: pytest.MonkeyPatch) -> None:
 
         outs = [empty_message(model.id), empty_message(model.id)]
         await call_model(lambda: body, KEY, outs[0], emit)
-        client = client_for(KEY)
+        client = await client_for(KEY)
         await call_model(lambda: body, KEY, outs[1], emit)
-        return client, client_for(KEY), outs
+        return client, await client_for(KEY), outs
 
     with FakeAnthropic([reply, reply]) as fake:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)

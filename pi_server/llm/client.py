@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import logging
 import os
 import sys
 import weakref
@@ -25,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from pi_server.llm.encode import json_bytes
 from pi_server.store.discovery import agent_dir
+
+log = logging.getLogger("pi_server")
 
 if TYPE_CHECKING:
     import anthropic
@@ -59,8 +62,9 @@ def redact(message: str, key: str | None) -> str:
     return message.replace(key, "[key]") if key else message
 
 
-def client_for(key: str, url: str | None = None, *, max_retries: int = 0) -> anthropic.AsyncAnthropic:
-    """The shared SDK client of the running loop for this key and base URL (made on first use)."""
+async def client_for(key: str, url: str | None = None, *, max_retries: int = 0) -> anthropic.AsyncAnthropic:
+    """The shared SDK client of the running loop for this key and base URL (made on first use,
+    off the event loop: making one loads the system's certificates, 0.1 s held)."""
     import anthropic
 
     clients = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
@@ -69,7 +73,8 @@ def client_for(key: str, url: str | None = None, *, max_retries: int = 0) -> ant
     if found is None:
         base = clients.get((key, url, 0))
         if base is None:
-            base = clients[(key, url, 0)] = anthropic.AsyncAnthropic(api_key=key, base_url=url, max_retries=0)
+            made = await asyncio.to_thread(anthropic.AsyncAnthropic, api_key=key, base_url=url, max_retries=0)
+            base = clients.setdefault((key, url, 0), made)  # one made meanwhile is the one kept
         # with_options shares the base client's connection pool
         found = clients[(key, url, max_retries)] = base.with_options(max_retries=max_retries)
     return found
@@ -79,7 +84,24 @@ async def _loaded() -> None:
     """Import the SDK off the event loop: its first import takes seconds, and every other
     client of the server would wait behind it."""
     if any(name not in sys.modules for name in _SDK_MODULES):
-        await asyncio.to_thread(lambda: [importlib.import_module(name) for name in _SDK_MODULES])
+        await asyncio.to_thread(_import_and_warm)
+
+
+def _import_and_warm() -> None:
+    """The SDK's modules imported, and the validators of its stream's events and content
+    blocks built: the SDK builds each at the first one it reads, on the event loop (0.1-0.2 s
+    held)."""
+    for name in _SDK_MODULES:
+        importlib.import_module(name)
+    try:
+        from anthropic._models import construct_type  # what the stream calls for each event and block
+        from anthropic.types.beta import BetaRawMessageStreamEvent
+        from anthropic.types.beta.parsed_beta_message import ParsedBetaContentBlock
+
+        construct_type(type_=BetaRawMessageStreamEvent, value={"type": "message_stop"})
+        construct_type(type_=ParsedBetaContentBlock, value={"type": "text", "text": ""})
+    except Exception:  # noqa: BLE001 - a warm-up only: the first event builds them as before
+        log.debug("the SDK's stream validators were not built ahead", exc_info=True)
 
 
 # every SDK module a call imports: one imported on the loop at the first call held it 1.7 s
@@ -133,7 +155,7 @@ async def stream_text(
     await _loaded()
     from anthropic.lib.streaming import BetaAsyncMessageStreamManager
 
-    client = client_for(key, url, max_retries=max_retries)
+    client = await client_for(key, url, max_retries=max_retries)
     async with BetaAsyncMessageStreamManager(_post(body, client, timeout, helper=True)) as stream:
         async for text in stream.text_stream:
             if on_text is not None:
@@ -146,7 +168,7 @@ async def stream_events(body: dict[str, Any], key: str, *, timeout: float, max_r
     """The raw server-sent events of `body`; the stream is closed on exit, also on cancellation."""
     await _loaded()
     # the beta endpoint, as pi-ai's: it takes the body's `betas` (interleaved thinking, inline tools)
-    stream = await _post(body, client_for(key, max_retries=max_retries), timeout)
+    stream = await _post(body, await client_for(key, max_retries=max_retries), timeout)
     try:
         yield stream
     finally:
