@@ -339,3 +339,28 @@ def test_the_servers_reader_follows_a_database_built_anew(tmp_path: Path) -> Non
     assert r._split(["okapi"], files, roots) == ([str(a)], [])
     assert r._split(["zebracorn"], files, roots) == ([], [])
     r.close()
+
+
+def test_a_line_longer_than_a_step_is_read_to_its_end_not_the_rest_of_the_file(tmp_path: Path) -> None:
+    """A line past a step's bytes (an image's base64, a large tool result) is read whole in
+    its step, with the lines after it left to the next steps; all of them are found."""
+    from pi_server.fulltext import search
+    from pi_server.fulltext.query import parse
+
+    path = tmp_path / "long.jsonl"
+    long_text = "zanzibar " + "x" * (3 * ftdb.STEP_BYTES)
+    after = [json.dumps(_msg(i, "user", f"quokka{i} " + "y" * 2000)).encode() for i in range(2, 2000)]
+    _write(path, [json.dumps(_header("s")).encode(), json.dumps(_msg(1, "user", long_text)).encode(), *after])
+    ft = FullText(str(tmp_path / "ft.sqlite"))
+    assert not ft.index_step(str(path))  # the header: the step's bytes hold its newline
+    assert not ft.index_step(str(path))  # the long line, read in a step of four times the bytes
+    (done,) = ft.db.execute("SELECT done FROM files").fetchone()
+    assert 3 * ftdb.STEP_BYTES < done <= 4 * ftdb.STEP_BYTES + 200 < path.stat().st_size  # not the rest of the file
+    steps = 2
+    while not ft.index_step(str(path)):
+        steps += 1
+    ft.flush()
+    assert steps > 4
+    for word, expect in (("zanzibar", 1), ("quokka1999", 1), ("quokka2", 111)):
+        got = search.run(ft, parse(word), 200, 0, None, None, None)
+        assert got["total"] == expect, (word, got["total"])

@@ -57,6 +57,19 @@ class Hit:
     spans: list[tuple[int, int]]
 
 
+def _complete_lines(fd: int, start: int) -> tuple[bytes, int]:
+    """The bytes of a step read at `start`, and the length of their complete lines. A line
+    longer than a step (an image's base64) is read to its end, in reads four times larger
+    each time, never the rest of the file with it."""
+    size = STEP_BYTES
+    while True:
+        data = os.pread(fd, size, start)
+        cut = data.rfind(b"\n") + 1
+        if cut or len(data) < size:
+            return data, cut
+        size *= 4
+
+
 class FullText:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -171,11 +184,7 @@ class FullText:
             same = False
         done = row[5] if same else 0
         # read and parse before writing: a hostile file fails here, with nothing written
-        data = os.pread(fd, STEP_BYTES, done)
-        cut = data.rfind(b"\n") + 1
-        if cut == 0 and len(data) == STEP_BYTES:  # one line longer than a step: read it whole
-            data = os.pread(fd, st.st_size - done, done)
-            cut = data.rfind(b"\n") + 1
+        data, cut = _complete_lines(fd, done)
         parsed = ch.parse_lines(data[:cut])
         if row is not None and not same:
             self.forget(path)
