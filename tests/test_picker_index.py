@@ -364,3 +364,28 @@ def test_a_line_longer_than_a_step_is_read_to_its_end_not_the_rest_of_the_file(t
     for word, expect in (("zanzibar", 1), ("quokka1999", 1), ("quokka2", 111)):
         got = search.run(ft, parse(word), 200, 0, None, None, None)
         assert got["total"] == expect, (word, got["total"])
+
+
+def test_words_without_case_are_found_in_the_bytes_as_the_lower_cased_text_finds_them(tmp_path: Path) -> None:
+    """CJK words (no case) are looked for in the entries' bytes as they are: the same entries
+    as a case-insensitive search of their text, among text that lower-casing changes."""
+    from pi_server.fulltext import search
+    from pi_server.fulltext.query import parse
+
+    rng = random.Random(5)
+    pieces = ["日本語", "中文", "テスト", "검색", "ĲİK\u212aß", "ÀÉÎ", "x", " ", "\u3000", "本", "語の", "İ日本"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(600)]
+    path = tmp_path / "sessions" / "--w--" / "cjk.jsonl"
+    ids = write_session(path, texts)
+    ft = FullText(str(tmp_path / "ft.sqlite"))
+    while not ft.index_step(str(path)):
+        pass
+    ft.flush()
+    for query in ("日本語", "中文", "本 語の", "テスト 검색", '"語の 本"', "日本", "本語"):
+        q = parse(query)
+        assert q.uncased, query
+        got = search.run(ft, q, 1000, 0, None, None, None, budget_s=60)
+        want = [ids[i] for i, t in enumerate(texts) if q.spans(t) is not None]
+        assert sorted(h["entryId"] for h in got["hits"]) == sorted(want), query
+        assert want, query
+    assert not parse("日本 ĳ").uncased and not parse("x").uncased

@@ -263,19 +263,24 @@ class FullText:
         if row is None:
             return []
         head, raw = ch.unpack(row[0])
-        # bytes are lower-cased ten times faster than str, and alike for an ASCII query
+        # bytes are lower-cased ten times faster than str, and alike for an ASCII query; the
+        # words of a query in scripts without case (CJK) are looked for in the bytes as they are
         fast = q.ascii and not ch.LOWERS_TO_ASCII.search(raw)
-        if not q.chunk_may_match(raw.lower() if fast else ch.decode(raw).lower()):
+        as_is = q.uncased
+        low = raw if as_is else raw.lower() if fast else ch.decode(raw).lower()
+        if not q.chunk_may_match(low):
             return []
         ents = ch.entries(head)
         hits = []
         for (eid, kind, role, ms, _), (a, b) in zip(ents, ch.bounds(ents, len(raw)), strict=True):
             if roles is not None and role not in roles and kind not in roles:
                 continue
+            if as_is and not q.may_match(raw[a:b]):
+                continue
             if fast and not q.may_match(raw[a:b].lower()):
                 continue
             t = ch.decode(raw[a:b])
-            if not fast and not q.may_match(t.lower()):
+            if not (fast or as_is) and not q.may_match(t.lower()):
                 continue
             spans = q.spans(t) if check else []
             if spans is not None:

@@ -17,6 +17,9 @@ MIN_GRAM = 3  # the trigram index finds words of at least this many characters
 CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
 CJK_RUN = re.compile(f"[{CJK_CHARS}]{{2,}}")
 CJK_MARK = "\x01"
+# words of these scripts have no case: no lower-casing makes or changes them, so a text's own
+# UTF-8 bytes hold them exactly when its lower-cased form does
+_UNCASED = re.compile(f"[{CJK_CHARS}]+")
 
 
 class BadQuery(ValueError):
@@ -50,6 +53,7 @@ class Query:
             [re.compile(_BYTES_WS.join(re.escape(w.encode()) for w in p)) for p in phrases],
         )
         self.ascii = all(w.isascii() for w in words)
+        self.uncased = bool(words) and all(_UNCASED.fullmatch(w) for w in words)
 
     def chunk_may_match(self, low: str | bytes) -> bool:
         """`may_match`, and each phrase found as a phrase: the test of a chunk's text."""
