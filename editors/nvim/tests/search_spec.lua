@@ -33,6 +33,19 @@ return {
     H.eq("…" .. ("x"):rep(29) .. " check the «healthcheck»", search.marked(long))
     H.eq("no match", search.marked({ snippet = "no match", ranges = {} }))
   end },
+  { "the picker's count is marked when the server stopped counting before the end", function()
+    local prompts = {}
+    vim.ui.select = function(_, o, cb)
+      table.insert(prompts, o.prompt)
+      cb(nil)
+    end
+    local hit = { session = ci(), entryId = "9ef4e3a8", type = "message", role = "user", timestamp = "2026-11-30T09:02:19.000Z",
+      snippet = "healthcheck", ranges = {}, firstMessage = "Why?" }
+    local result = { hits = { hit }, total = 302, indexedFiles = 3, pendingFiles = 0 }
+    search.show("healthcheck", result, {})
+    search.show("healthcheck", vim.tbl_extend("force", result, { totalAtLeast = true }), {})
+    H.eq({ "pi search: healthcheck (302 hits)", "pi search: healthcheck (302+ hits)" }, prompts)
+  end },
   { ":PiSearch WORDS fills the quickfix list and the picker; the chosen hit opens the sidebar at its row", function()
     local texts = pick("healthcheck", "9ef4e3a8")
     H.eq(ci(), tree.state.session)

@@ -135,6 +135,8 @@ export interface SearchResult {
   pendingFiles: number;
   /** The search ran past its time budget: what it found. */
   incomplete?: boolean;
+  /** `total` counts the matches found before counting stopped: there may be more. */
+  totalAtLeast?: boolean;
 }
 
 export interface SessionUpdated {

@@ -74,9 +74,7 @@ export function searchAll(rpc: Rpc, open: (hit: SearchHit) => Promise<void>): Pr
       const res = await rpc.request<SearchResult>("pi/search", { query, limit: LIMIT }, source.token);
       if (source !== current) return; // the user typed on: a newer query owns the picker
       qp.items = res.hits.map(hitItem);
-      const pending =
-        (res.pendingFiles ? ` · indexing, ${res.pendingFiles} files to go` : "") + (res.incomplete ? " · incomplete: ran out of time" : "");
-      qp.title = `${TITLE}: ${res.total === 0 ? "no hits" : `${res.hits.length} of ${res.total} hits`}${pending}`;
+      qp.title = resultTitle(res);
       // a server's index starts with its first search: nothing indexed nor pending yet is a store still being listed
       if (res.pendingFiles || (!res.indexedFiles && Date.now() - opened < STARTING_MS)) schedule(PENDING_RETRY_MS);
     } catch (err) {
@@ -112,4 +110,12 @@ export function searchAll(rpc: Rpc, open: (hit: SearchHit) => Promise<void>): Pr
     });
     qp.show();
   });
+}
+
+/** The picker's title for a result: hits shown of the total (`+`: counting stopped, there may
+ * be more), and whether indexing goes on or the search ran out of time. */
+export function resultTitle(res: SearchResult): string {
+  const pending =
+    (res.pendingFiles ? ` · indexing, ${res.pendingFiles} files to go` : "") + (res.incomplete ? " · incomplete: ran out of time" : "");
+  return `${TITLE}: ${res.total === 0 ? "no hits" : `${res.hits.length} of ${res.total}${res.totalAtLeast ? "+" : ""} hits`}${pending}`;
 }

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as vscode from "vscode";
 import type { SearchHit } from "../src/protocol";
-import { type HitItem, hitItem, snippetLine } from "../src/search";
+import { type HitItem, hitItem, resultTitle, snippetLine } from "../src/search";
 import type { TreeElement } from "../src/views";
 import { activated } from "./harness";
 import { file, until } from "./server";
@@ -48,6 +48,15 @@ test("a hit reads as time, session and snippet, the match in view and left to th
   assert.equal(snippetLine({ ...hit, ranges: [] }).slice(0, 3), "xxx");
 });
 
+test("the title gives hits shown of the total, marked when counting stopped before the end", () => {
+  const hit = { session: "/s/a.jsonl", entryId: "e1", type: "message", timestamp: "", snippet: "", ranges: [], firstMessage: "" };
+  const res = { hits: [hit, hit], total: 302, indexedFiles: 9, pendingFiles: 0 };
+  assert.match(resultTitle(res), /: 2 of 302 hits$/);
+  assert.match(resultTitle({ ...res, totalAtLeast: true }), /: 2 of 302\+ hits$/);
+  assert.match(resultTitle({ ...res, pendingFiles: 3, incomplete: true }), /2 of 302 hits · indexing, 3 files to go · incomplete/);
+  assert.match(resultTitle({ ...res, hits: [], total: 0 }), /: no hits$/);
+});
+
 test("typing searches every session; choosing a hit opens its tree at the row, selected, with the entry shown", async () => {
   const { qp, done } = await typed("healthcheck");
   assert.ok(qp.matchOnDetail && !qp.matchOnDescription);
@@ -58,7 +67,7 @@ test("typing searches every session; choosing a hit opens its tree at the row, s
   const item = qp.items.find((i) => i.hit === hit)!;
   assert.match(item.detail!, /healthcheck/i);
   assert.equal(item.description, "Why does `make test` hang on CI?");
-  assert.match(qp.title!, /of \d+ hits?/);
+  assert.match(qp.title!, /of \d+\+? hits?/);
   qp.accept(item);
   await done;
   assert.ok(qp.disposed);

@@ -131,11 +131,13 @@ function M.show(query, result, opts)
   if #hits == 0 then
     return util.info(("no entry matches %s%s"):format(query, pending))
   end
+  -- counting stopped past the page: there may be more
+  local total = tostring(result.total or #hits) .. (result.totalAtLeast and "+" or "")
   if (result.total or 0) > #hits or pending ~= "" then
-    util.info(("%d of %d hits%s"):format(#hits, result.total or #hits, pending))
+    util.info(("%d of %s hits%s"):format(#hits, total, pending))
   end
   vim.ui.select(hits, {
-    prompt = ("pi search: %s (%d hits)"):format(query, result.total or #hits),
+    prompt = ("pi search: %s (%s hits)"):format(query, total),
     kind = "pi_search",
     format_item = M.item_text,
   }, function(hit)
