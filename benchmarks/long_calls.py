@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -33,6 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from fake_anthropic import FakeAnthropicProcess  # noqa: E402
 from tcp_peer import Peer, Server  # noqa: E402
 
 TS = "2025-01-01T00:00:00.000Z"
@@ -148,36 +148,6 @@ class Small:
         return got["reply"], got["took"], waits
 
 
-class FakeApi:
-    """The loopback fake Anthropic API of the tests, in a process of its own: it parses each
-    request (tens of megabytes for a compaction), which in this process would hold the
-    interpreter lock and count in client B's times."""
-
-    CODE = (
-        "import sys; sys.path.insert(0, sys.argv[1]); from fake_anthropic import FakeAnthropic;"
-        "f = FakeAnthropic(); f.__enter__(); print(f.url, flush=True); sys.stdin.read();"
-        "print(len(f.requests), flush=True); f.__exit__(None, None, None)"
-    )
-
-    def __enter__(self) -> FakeApi:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", self.CODE, str(ROOT / "tests")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert self.proc.stdout is not None
-        self.url = self.proc.stdout.readline().strip()
-        return self
-
-    def requests(self) -> int:
-        """The requests it answered; it stops."""
-        out, _ = self.proc.communicate("", timeout=60)
-        return int(out.strip() or 0)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def one_run(work: Path, big_src: Path, extra_env: dict[str, str]) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(dir=work))
     folder = tmp / "tcp-sessions" / "--x--"
@@ -186,7 +156,7 @@ def one_run(work: Path, big_src: Path, extra_env: dict[str, str]) -> dict[str, A
     shutil.copy(big_src, big)  # a copy: the compaction appends to it
     chain(small, 20)
     out: dict[str, Any] = {}
-    with FakeApi() as fake:
+    with FakeAnthropicProcess() as fake:  # its parsing of requests would count in B's times here
         env = {"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-fake", **extra_env}
         srv = Server(tmp, env=env)
         try:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -169,3 +172,34 @@ class FakeAnthropic:
     def __exit__(self, *exc: Any) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class FakeAnthropicProcess:
+    """The fake (canned replies) in a process of its own: it parses each request (tens of
+    megabytes for a large compaction), which in the process of a client timing the server
+    would hold the interpreter lock and count in its times."""
+
+    CODE = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from fake_anthropic import FakeAnthropic;"
+        "f = FakeAnthropic(); f.__enter__(); print(f.url, flush=True); sys.stdin.read();"
+        "print(len(f.requests), flush=True); f.__exit__(None, None, None)"
+    )
+
+    def __enter__(self) -> FakeAnthropicProcess:
+        here = str(Path(__file__).parent)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", self.CODE, here], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+        return self
+
+    def requests(self) -> int:
+        """The requests it answered; it stops."""
+        out, _ = self.proc.communicate("", timeout=60)
+        return int(out.strip() or 0)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()

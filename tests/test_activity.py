@@ -34,3 +34,22 @@ def test_a_long_call_holds_background_work_until_it_ends() -> None:
     took = _quiet_after(activity.long_begin, wait, activity.long_end)
     assert wait + activity.QUIET_S <= took < wait + activity.QUIET_S + 0.3
     assert _quiet_after(lambda: None, None, None) < activity.QUIET_S + 0.1
+
+
+def test_a_long_call_shortens_the_switch_interval_until_the_last_one_ends() -> None:
+    import sys
+
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(activity.switch_interval())
+        assert sys.getswitchinterval() == activity.SWITCH_S
+        activity.long_begin()
+        activity.long_begin()
+        assert abs(sys.getswitchinterval() - activity.LONG_SWITCH_S) < 1e-6
+        activity.long_end()
+        assert abs(sys.getswitchinterval() - activity.LONG_SWITCH_S) < 1e-6
+        activity.long_end()
+        assert abs(sys.getswitchinterval() - activity.SWITCH_S) < 1e-6
+        assert activity.switch_interval() == activity.SWITCH_S
+    finally:
+        sys.setswitchinterval(before)

@@ -5,13 +5,12 @@ meanwhile."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from fake_anthropic import FakeAnthropicProcess
 from tcp_peer import Peer, Server
 
 TS = "2025-01-01T00:00:00.000Z"
@@ -259,20 +258,6 @@ def test_a_large_session_never_holds_small_requests_for_long(tmp_path: Path) -> 
         srv.close()
 
 
-def _fake_api(tmp: Path) -> tuple[subprocess.Popen, str]:
-    """The loopback fake Anthropic API in a process of its own: it parses the request (megabytes),
-    which in this process would count in B's times."""
-    code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); from fake_anthropic import FakeAnthropic;"
-        "f = FakeAnthropic(); f.__enter__(); print(f.url, flush=True); sys.stdin.read()"
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, str(Path(__file__).parent)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    return proc, proc.stdout.readline().strip()
-
-
 def test_a_large_compaction_prompt_is_cleaned_in_slices(tmp_path: Path) -> None:
     """Compacting a 300,000-entry chain of non-ASCII text sends a prompt of tens of megabytes:
     taking lone surrogates out of it (pi's sanitizeSurrogates) and measuring it run a slice at
@@ -289,19 +274,17 @@ def test_a_large_compaction_prompt_is_cleaned_in_slices(tmp_path: Path) -> None:
                 f.write(_user(f"{i:08x}", prev, f"message {i} " + "déjà vu " * 12) + "\n")
                 prev = f"{i:08x}"
     _chain(small, 20)
-    fake, url = _fake_api(tmp_path)
-    srv = Server(tmp_path, env={"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-fake"})
-    try:
-        a, b = _pair(srv)
-        _timed(a, 2, "pi/compact", {"session": str(mid)})  # the client library loaded before the clock starts
-        _timed(a, 3, "pi/getTree", {"session": str(big), "limit": 5})
-        reply, waits = _probe(a, b, small, 4, "pi/compact", {"session": str(big)})
-        assert reply["result"]["tokensBefore"] > 0, reply
-        assert waits and max(waits) < STALL_BOUND, sorted(waits)[-5:]  # 0.4-1.6 s before
-    finally:
-        srv.close()
-        fake.kill()
-        fake.wait()
+    with FakeAnthropicProcess() as fake:  # its parsing of the request would count in B's times here
+        srv = Server(tmp_path, env={"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-fake"})
+        try:
+            a, b = _pair(srv)
+            _timed(a, 2, "pi/compact", {"session": str(mid)})  # the client library loaded before the clock starts
+            _timed(a, 3, "pi/getTree", {"session": str(big), "limit": 5})
+            reply, waits = _probe(a, b, small, 4, "pi/compact", {"session": str(big)})
+            assert reply["result"]["tokensBefore"] > 0, reply
+            assert waits and max(waits) < STALL_BOUND, sorted(waits)[-5:]  # 0.4-1.6 s before
+        finally:
+            srv.close()
 
 
 def test_a_listing_describes_a_changed_large_session_off_the_worker(tmp_path: Path) -> None:

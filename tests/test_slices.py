@@ -54,3 +54,10 @@ def test_release_empties_large_lists_and_those_a_dict_holds() -> None:
     slices.release(held)
     assert held.big == [] and column == []
     assert held.small == [1, 2, 3] and held.count == 4  # small ones are left to the collector
+
+
+def test_mapped_is_map_listed() -> None:
+    values = list(range(3 * slices.STEP + 7))
+    table = [str(i) for i in values]
+    assert slices.mapped(table.__getitem__, values) == list(map(table.__getitem__, values))
+    assert slices.mapped(str, b"") == []

@@ -13,6 +13,7 @@ from pi_server.llm.models import OPENAI_DEFAULT, anthropic_model
 from pi_server.llm.openai import convert_messages as openai_messages
 from pi_server.llm.tokens import estimate_raw, estimate_tokens, estimate_total
 from pi_server.llm.transcript import system_at
+from pi_server.store import slices
 from pi_server.store.decode import jdumps, no_gc
 from pi_server.store.index import SessionIndex
 
@@ -41,22 +42,20 @@ def _tokens(idx: SessionIndex, ctx: SessionContext) -> int:
             prev = pos
             keys.append(pos if edit < 0 and k == 0 else (pos, edit, k))
     # a million keys a slice at a time: one C call over all of them holds the interpreter lock
-    got: list[Any] = []
-    for i in range(0, len(keys), _STEP):
-        got += map(cache.get, keys[i : i + _STEP])
-    if any(None in got[i : i + _STEP] for i in range(0, len(got), _STEP)):
+    got = slices.mapped(cache.get, keys)
+    if any(None in got[part] for part in slices.spans(len(got))):
         for i, t in enumerate(got):
             if t is None:
                 m = ctx.messages[i]
                 got[i] = cache[keys[i]] = estimate_raw(m) if type(m) is msgspec.Raw else estimate_tokens(m)
-    return sum(sum(got[i : i + _STEP]) for i in range(0, len(got), _STEP))
+    return sum(sum(got[part]) for part in slices.spans(len(got)))
 
 
 def _distinct(positions: list[int]) -> bool:
     """No position twice: a set built a slice at a time (one set of a million, the same hold)."""
     seen: set[int] = set()
-    for i in range(0, len(positions), _STEP):
-        seen.update(positions[i : i + _STEP])
+    for part in slices.spans(len(positions)):
+        seen.update(positions[part])
     return len(seen) == len(positions)
 
 
@@ -67,7 +66,7 @@ def _wire_ready(out: dict[str, Any]) -> dict[str, Any]:
         if k != "messages" and v is not None and type(v) is not int:
             # a long list (a million entry ids) a slice at a time: one encoder call over it
             # holds the interpreter lock for as long, every other thread waiting
-            pieces = [v[i : i + _STEP] for i in range(0, len(v), _STEP)] if type(v) is list else [v]
+            pieces = [v[part] for part in slices.spans(len(v))] if type(v) is list else [v]
             try:
                 for piece in pieces:
                     _encode(piece)
@@ -75,8 +74,6 @@ def _wire_ready(out: dict[str, Any]) -> dict[str, Any]:
                 out[k] = msgspec.Raw(jdumps(v))
     return out
 
-
-_STEP = 4096
 
 
 _encode = msgspec.json.Encoder().encode

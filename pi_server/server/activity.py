@@ -5,6 +5,7 @@ meanwhile take twice as long."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 
 QUIET_S = 0.2  # background work waits this long after the last request ends
@@ -14,20 +15,35 @@ MAX_WAIT_S = 0.5  # and never longer than this per step, so that a stream of req
 # request's hand-offs between them waited 0.1-0.4 s
 MAX_LONG_WAIT_S = 30.0
 
+# the event loop (reading requests, writing answers) takes the lock back from a busy core
+# worker within 1 ms instead of CPython's 5 ms: a tail latency of each request
+SWITCH_S = 0.001
+# and within 0.2 ms while a long call runs: a small request takes and gives the lock back at
+# each system call, waiting anew each time (0.17-0.21 s at worst beside a million-entry
+# context at 1 ms, 0.08-0.12 s at 0.2 ms)
+LONG_SWITCH_S = 0.0002
+
 _in_flight = 0
 _last_end = 0.0
 _long = 0  # long calls running (written by the long-call thread alone)
 
 
+def switch_interval() -> float:
+    """The interpreter's switch interval for now (`sys.setswitchinterval`)."""
+    return LONG_SWITCH_S if _long else SWITCH_S
+
+
 def long_begin() -> None:
     global _long
     _long += 1
+    sys.setswitchinterval(switch_interval())
 
 
 def long_end() -> None:
     global _long, _last_end
     _long -= 1
     _last_end = time.monotonic()
+    sys.setswitchinterval(switch_interval())
 
 
 def begin() -> None:

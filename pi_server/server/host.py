@@ -22,7 +22,7 @@ from typing import Any
 
 from pi_server.live import errors as live_errors
 from pi_server.live.registry import Registry
-from pi_server.server import errors
+from pi_server.server import activity, errors
 from pi_server.server.livepi import LivePis
 from pi_server.server.options import DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_LIVE_ENTRIES, Options, resolve
 from pi_server.server.worker import BACKGROUND, REQUEST, CoreWorker
@@ -50,9 +50,7 @@ class Host:
         self.settings = Options()  # resolved in initialize
         self.registry: Registry | None = None
         self.worker = CoreWorker()
-        # the event loop (reading requests, writing answers) takes the GIL back from a busy
-        # core worker within 1 ms instead of CPython's 5 ms: a tail latency of each request
-        sys.setswitchinterval(0.001)
+        sys.setswitchinterval(activity.switch_interval())  # see server/activity.py
         self._running_steps: dict[Any, asyncio.Future] = {}
         self.tasks: list[asyncio.Task] = []
         self.stop = asyncio.Event()

@@ -14,7 +14,6 @@ import asyncio
 import gc
 import logging
 import os
-import sys
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -34,9 +33,6 @@ log = logging.getLogger("pi_server")
 LONG_ENTRIES = 100_000  # sessions at least this large are read off the core worker
 EAGER_MAPS = 250_000  # a restored index this large has its id map built off the core worker
 LONG_BYTES = 16 << 20  # a file not indexed yet this large is indexed off the core worker
-# while a long call runs, a thread asking for the interpreter lock has it within this (5 ms
-# by default): a small request takes and gives it back at each system call, waiting anew
-LONG_SWITCH_S = 0.0002
 _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-long")
 
 
@@ -78,19 +74,13 @@ def _without_gc(fn: Any, *args: Any) -> Any:
     (0.5-0.7 s at a million entries, every other thread waiting); nothing here makes cycles."""
     was = gc.isenabled()
     gc.disable()
-    activity.long_begin()  # background indexing waits for it
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(LONG_SWITCH_S)
+    activity.long_begin()  # background indexing waits for it; other threads get the lock sooner
     try:
         return fn(*args)
     finally:
-        sys.setswitchinterval(interval)
         activity.long_end()
         if was:
             gc.enable()
-
-
-dismantle = slices.dismantle  # a list of millions emptied a slice at a time, on the long-call thread
 
 
 async def run(fn: Any, *args: Any) -> Any:

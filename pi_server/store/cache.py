@@ -287,26 +287,14 @@ def _codes(values: list[Any]) -> tuple[list[Any], bytes]:
     return list(table), codes
 
 
-MAP_STEP = 4096  # ids per step of `positions`: ~0.5 ms each (a thread waiting for the lock waits that long)
-
-
 def positions(ids: list[str]) -> dict[str, int]:
     """The map from id to position (a duplicate id: its last entry), built a slice at a time:
     one `dict(zip(...))` over a million ids holds the interpreter lock for 0.3 s and more,
     every other thread (the one answering requests among them) waiting."""
     out: dict[str, int] = {}
     update = out.update
-    for start in range(0, len(ids), MAP_STEP):
-        update(zip(ids[start : start + MAP_STEP], range(start, start + MAP_STEP), strict=False))  # the last is short
-    return out
-
-
-def _mapped(table: list[Any], codes: bytes | array) -> list[Any]:
-    """`table[c]` for each code, a slice at a time (one C call over a million holds the lock)."""
-    out: list[Any] = []
-    get = table.__getitem__
-    for part in slices.spans(len(codes)):
-        out += map(get, codes[part])
+    for part in slices.spans(len(ids)):
+        update(zip(ids[part], range(len(ids))[part], strict=True))
     return out
 
 
@@ -340,7 +328,7 @@ def _unpack_columns(idx: SessionIndex, rec: dict[str, Any]) -> bool:
             return False
         else:
             shared = [canon(v) for v in table]  # the strings every index shares
-            column = _mapped(shared, codes)
+            column = slices.mapped(shared.__getitem__, codes)
         if len(column) != n:
             return False
         setattr(idx, name, column)
@@ -350,7 +338,7 @@ def _unpack_columns(idx: SessionIndex, rec: dict[str, Any]) -> bool:
     else:
         ppos = array("I")
         ppos.frombytes(parents["positions"])
-        idx.parents = _mapped([None, *ids], ppos)  # IndexError: not this index's
+        idx.parents = slices.mapped([None, *ids].__getitem__, ppos)  # IndexError: not this index's
     if len(idx.parents) != n:
         return False
     call_pos = rec["call_pos"]

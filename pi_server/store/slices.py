@@ -7,7 +7,7 @@ requests among them) waits that long. A loop over slices gives the lock up betwe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from operator import lt
 from typing import Any
 
@@ -18,6 +18,14 @@ def spans(n: int, step: int = STEP) -> Iterator[slice]:
     """The slices covering `range(n)`, in order."""
     for start in range(0, n, step):
         yield slice(start, start + step)
+
+
+def mapped(fn: Callable[[Any], Any], values: Sequence[Any]) -> list[Any]:
+    """`list(map(fn, values))`, a slice at a time (`fn` a C function: each slice is one call)."""
+    out: list[Any] = []
+    for part in spans(len(values)):
+        out += map(fn, values[part])
+    return out
 
 
 def dismantle(values: list[Any]) -> None:

@@ -18,6 +18,7 @@ from pi_server.server.methods import live as livepi
 from pi_server.server.results import CompactResult
 from pi_server.server.rpc import pi_method
 from pi_server.store import entry_types as et
+from pi_server.store import slices
 from pi_server.store.index import SessionIndex
 from pi_server.summaries.client import SummaryError
 from pi_server.summaries.compaction import prepare_compaction
@@ -78,7 +79,7 @@ def _prepare(ls: Host, idx: SessionIndex, leaf: str) -> tuple[Any, Any, str, Sys
     try:
         return _prepare_path(ls, idx, leaf, path)
     finally:
-        offcore.dismantle(path)  # the branch's entries: a million at a time held the lock
+        slices.dismantle(path)  # the branch's entries: a million at a time held the lock
 
 
 def _prepare_path(
@@ -101,7 +102,7 @@ def _prepare_private(ls: Host, state_root: str, path: str, leaf: str) -> tuple[A
         raise EntryNotFound(f"no entry {leaf} in {path}")  # the file was rewritten meanwhile
     got = _prepare(ls, idx, leaf)
     for values in (idx.ids, idx.parents, idx.types, idx.roles):
-        offcore.dismantle(values)
+        slices.dismantle(values)
     return got
 
 
@@ -139,7 +140,7 @@ async def compact(ls: Host, p: params.Compact) -> CompactResult:
     finally:
         ls.end_progress(token)
     if len(prep.to_summarize) >= offcore.LONG_ENTRIES:  # freed a slice at a time, not at once on the event loop
-        await offcore.run(offcore.dismantle, prep.to_summarize)
+        await offcore.run(slices.dismantle, prep.to_summarize)
     op = ops.CompactionOp(
         summary=summary,
         firstKeptEntryId=prep.first_kept_entry_id,
