@@ -44,7 +44,8 @@ return {
     local result = { hits = { hit }, total = 302, indexedFiles = 3, pendingFiles = 0 }
     search.show("healthcheck", result, {})
     search.show("healthcheck", vim.tbl_extend("force", result, { totalAtLeast = true }), {})
-    H.eq({ "pi search: healthcheck (302 hits)", "pi search: healthcheck (302+ hits)" }, prompts)
+    search.show("healthcheck", vim.tbl_extend("force", result, { total = 1 }), {})
+    H.eq({ "pi search: healthcheck (302 hits)", "pi search: healthcheck (302+ hits)", "pi search: healthcheck (1 hit)" }, prompts)
   end },
   { ":PiSearch WORDS fills the quickfix list and the picker; the chosen hit opens the sidebar at its row", function()
     local texts = pick("healthcheck", "9ef4e3a8")

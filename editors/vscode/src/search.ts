@@ -117,5 +117,6 @@ export function searchAll(rpc: Rpc, open: (hit: SearchHit) => Promise<void>): Pr
 export function resultTitle(res: SearchResult): string {
   const pending =
     (res.pendingFiles ? ` · indexing, ${res.pendingFiles} files to go` : "") + (res.incomplete ? " · incomplete: ran out of time" : "");
-  return `${TITLE}: ${res.total === 0 ? "no hits" : `${res.hits.length} of ${res.total}${res.totalAtLeast ? "+" : ""} hits`}${pending}`;
+  const hits = res.total === 1 && !res.totalAtLeast ? "hit" : "hits";
+  return `${TITLE}: ${res.total === 0 ? "no hits" : `${res.hits.length} of ${res.total}${res.totalAtLeast ? "+" : ""} ${hits}`}${pending}`;
 }

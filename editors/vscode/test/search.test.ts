@@ -55,6 +55,7 @@ test("the title gives hits shown of the total, marked when counting stopped befo
   assert.match(resultTitle({ ...res, totalAtLeast: true }), /: 2 of 302\+ hits$/);
   assert.match(resultTitle({ ...res, pendingFiles: 3, incomplete: true }), /2 of 302 hits · indexing, 3 files to go · incomplete/);
   assert.match(resultTitle({ ...res, hits: [], total: 0 }), /: no hits$/);
+  assert.match(resultTitle({ ...res, hits: [hit], total: 1 }), /: 1 of 1 hit$/);
 });
 
 test("typing searches every session; choosing a hit opens its tree at the row, selected, with the entry shown", async () => {

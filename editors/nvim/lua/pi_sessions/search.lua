@@ -132,12 +132,13 @@ function M.show(query, result, opts)
     return util.info(("no entry matches %s%s"):format(query, pending))
   end
   -- counting stopped past the page: there may be more
-  local total = tostring(result.total or #hits) .. (result.totalAtLeast and "+" or "")
+  local count = result.total or #hits
+  local total = tostring(count) .. (result.totalAtLeast and "+" or "") .. ((count == 1 and not result.totalAtLeast) and " hit" or " hits")
   if (result.total or 0) > #hits or pending ~= "" then
-    util.info(("%d of %s hits%s"):format(#hits, total, pending))
+    util.info(("%d of %s%s"):format(#hits, total, pending))
   end
   vim.ui.select(hits, {
-    prompt = ("pi search: %s (%s hits)"):format(query, total),
+    prompt = ("pi search: %s (%s)"):format(query, total),
     kind = "pi_search",
     format_item = M.item_text,
   }, function(hit)
