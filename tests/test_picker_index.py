@@ -17,7 +17,7 @@ from lsp_client import server
 from test_search import search_until, write_session
 
 from pi_server.fulltext import db as ftdb
-from pi_server.fulltext import picker
+from pi_server.fulltext import picker, pickertext
 from pi_server.fulltext.db import FullText
 from pi_server.store.discovery import is_within, iter_session_files, query_tokens, search_text
 from pi_server.store.index import NotASession, SessionIndex
@@ -225,8 +225,13 @@ def test_appended_rewritten_deleted(tmp_path: Path) -> None:
     assert from_index(ft, root, ["okapi", "named"], vocab)[0] == [str(files[1])]
     assert from_index(ft, root, ["rewritten"], vocab)[0] == [str(files[2])]  # a word new to the index
     fids = {f for (f,) in ft.db.execute("SELECT id FROM files")}
-    assert {rid >> picker.SHIFT for (rid,) in ft.db.execute("SELECT id FROM picker_rows")} <= fids  # none left behind
-    assert {rid >> picker.SHIFT for (rid,) in ft.db.execute("SELECT rowid FROM picker_fts WHERE picker_fts MATCH 'zeb'")} <= fids
+    assert {f for (f,) in ft.db.execute("SELECT file FROM chunks")} <= fids  # none left behind
+    cids = {c for (c,) in ft.db.execute("SELECT id FROM chunks")}
+    assert {c for (c,) in ft.db.execute("SELECT id FROM bodies")} == cids
+    assert {c for (c,) in ft.db.execute("SELECT rowid FROM fts WHERE fts MATCH 'zeb'")} <= cids
+    assert {c for (c,) in ft.db.execute("SELECT rowid FROM picker_words WHERE picker_words MATCH 'zebra'")} <= cids
+    ft.db.execute("INSERT INTO picker_words(picker_words) VALUES('integrity-check')")  # rows forgot as added
+    ft.db.execute("INSERT INTO fts(fts) VALUES('integrity-check')")
 
 
 def test_while_indexing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -259,7 +264,7 @@ def test_an_index_without_picker_text_is_built_again(tmp_path: Path) -> None:
     ft = FullText(str(tmp_path / "ft.sqlite"))
     index_all(ft, root)
     ft.db.execute("DELETE FROM meta WHERE key='picker'")
-    ft.db.executescript("DROP TABLE picker_files; DROP TABLE picker_rows; DROP TABLE picker_fts;")
+    ft.db.executescript("DROP TABLE picker_files; DROP TABLE picker_words;")
     ft.close()
     ft = FullText(str(tmp_path / "ft.sqlite"))
     assert ft.counts() == (0, 0)
@@ -298,7 +303,7 @@ def test_a_line_the_scan_may_skip_is_left_to_it(tmp_path: Path, monkeypatch: pyt
     from pi_server.store import scan as store_scan
 
     monkeypatch.setattr(store_scan, "MAX_LINE", 4000)
-    monkeypatch.setattr(picker, "MAX_LINE", 4000)
+    monkeypatch.setattr(pickertext, "MAX_LINE", 4000)
     root = tmp_path / "sessions"
     long = root / "--w--" / "long.jsonl"
     _write(long, [json.dumps(_header("l")).encode(), json.dumps(_msg(1, "user", "okapi " + "x" * 5000)).encode()])

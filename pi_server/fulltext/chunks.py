@@ -2,32 +2,40 @@
 entries, each stored as its entries' text (compressed, with where each entry starts)
 and indexed as the set of its lower-cased words.
 
-A chunk's body is zlib of a JSON line `[[id, type, role, ms, offset], ...]` followed by
-the entries' texts joined by newlines (UTF-8), `offset` the byte where each starts. Checking a candidate
-reads this, never the session file. The index is given each distinct whitespace-
-separated word once: a query is narrowed by the trigrams inside its words (never
-across them), so nothing it asks for is lost, and the trigram tokenizer does a
+A chunk's body is a flag byte and zlib of a head, a JSON line, followed by the entries'
+texts joined by newlines (UTF-8). The head holds, column by column (each column alike
+compresses well): the entries' ids, their distinct (type, role) pairs and each entry's
+pair, the gaps between their times, the bytes of each text, and of its lead, the message
+text a searched listing looks in (fulltext/pickertext.py; 0: none). `entries` gives them
+back as `[id, type, role, ms, offset, lead]`. Flag 1: compressed with the database's preset
+dictionary, learned from the first text it indexed (small chunks share most of their
+words, phrases and keys, which zlib otherwise learns again in each). Checking a
+candidate reads this, never the session file. The index is given each distinct
+whitespace-separated word once: a query is narrowed by the trigrams inside its words
+(never across them), so nothing it asks for is lost, and the trigram tokenizer does a
 fraction of the work.
 """
 
 from __future__ import annotations
 
-import re
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from pi_server.fulltext.extract import entry_ms, entry_role, entry_text, parse_line
+from pi_server.fulltext import pickertext as pt
+from pi_server.fulltext.extract import entry_ms, entry_role, entry_texts
 from pi_server.fulltext.query import CJK_MARK, CJK_RUN
 from pi_server.store import entry_types as et
-from pi_server.store.content import join_text
 
-# the only characters outside ASCII that lower-case to ASCII (İ, the Kelvin sign)
-LOWERS_TO_ASCII = re.compile("\u0130|\u212a".encode())
+# the only characters outside ASCII that lower-case to ASCII (İ, the Kelvin sign), in UTF-8
+_LOWERS_TO_ASCII = ("\u0130".encode(), "\u212a".encode())
 CHUNK_CHARS = 32 << 10  # text per chunk: larger chunks share trigrams (a smaller index)
-ZLIB_LEVEL = 6
+ZLIB_LEVEL = 4  # with the preset dictionary: smaller than level 6 without, and faster
+DICT_BYTES = 32 << 10  # zlib's window: a preset dictionary longer than this is never reached
+DICT_PIECE = 2 << 10  # bytes of each of the first chunks' text the dictionary is made of
+DICT_KEY = "zdict"  # the dictionary's key in the database's meta table
 
 
 @dataclass
@@ -35,6 +43,8 @@ class Chunk:
     ts: int  # the newest entry's ms
     body: bytes
     words: str  # what the trigram index is given
+    raw: bytes  # its text (UTF-8)
+    listed: set[str]  # the words of its user and assistant text (the searched listing's)
 
 
 @dataclass
@@ -51,55 +61,121 @@ def index_words(text: str) -> str:
     low = text.lower()
     words = set(low.split())
     # two characters of a CJK run are a term of their own: each pair is given as one trigram
-    for run in CJK_RUN.findall(low):
+    for run in () if low.isascii() else CJK_RUN.findall(low):  # isascii(): a flag of the str
         words.update(CJK_MARK + run[i : i + 2] for i in range(len(run) - 1))
     # words of one or two characters hold no trigram; a joint of two separators (which no
     # word holds) gives fewer distinct trigrams across words than one space: a smaller index
     return "\x1f\x1f".join([w for w in words if len(w) > 2])
 
 
-def _chunk(ents: list[list[Any]], texts: list[str], ts: int) -> Chunk:
+def lowers_to_ascii(raw: bytes) -> bool:
+    """Whether UTF-8 `raw` holds a character outside ASCII that lower-cases to ASCII (a
+    substring search each: ten times faster than a regular expression's alternation)."""
+    return any(c in raw for c in _LOWERS_TO_ASCII)
+
+
+def compress(data: bytes, zdict: bytes | None) -> bytes:
+    if zdict is None:
+        return b"\x00" + zlib.compress(data, ZLIB_LEVEL)
+    z = zlib.compressobj(ZLIB_LEVEL, zdict=zdict)
+    return b"\x01" + z.compress(data) + z.flush()
+
+
+def decompress(body: bytes, zdict: bytes | None) -> bytes:
+    if body[:1] == b"\x00":
+        return zlib.decompress(body[1:])
+    if body[:1] != b"\x01" or zdict is None:
+        raise ValueError("a chunk compressed with a dictionary the database does not hold")
+    z = zlib.decompressobj(zdict=zdict)
+    return z.decompress(body[1:]) + z.flush()
+
+
+def learn_dict(raws: list[bytes]) -> bytes:
+    """A preset dictionary made of pieces of the middle of the first chunks' texts."""
+    return b"".join(r[len(r) // 2 : len(r) // 2 + DICT_PIECE] for r in raws)[-DICT_BYTES:]
+
+
+def _head(ents: list[list[Any]]) -> bytes:
+    kinds: dict[tuple[str, str | None], int] = {}
+    which = [kinds.setdefault((e[1], e[2]), len(kinds)) for e in ents]
+    ms = [e[3] for e in ents]
+    gaps = [ms[0], *(b - a for a, b in zip(ms, ms[1:], strict=False))]
+    return orjson.dumps([[e[0] for e in ents], list(kinds), which, gaps, [e[4] for e in ents], [e[5] for e in ents]])
+
+
+def entries(head: bytes) -> list[list[Any]]:
+    """The entries `[id, type, role, ms, offset, lead]` of a chunk's head."""
+    ids, kinds, which, gaps, sizes, leads = orjson.loads(head)
+    out, ms, at = [], 0, 0
+    for eid, k, gap, size, lead in zip(ids, which, gaps, sizes, leads, strict=True):
+        ms += gap
+        out.append([eid, kinds[k][0], kinds[k][1], ms, at, lead])
+        at += size + 1
+    return out
+
+
+def _chunk(ents: list[list[Any]], texts: list[str], leads: list[str], ts: int, zdict: bytes | None) -> Chunk:
     raw = b"\n".join(t.encode("utf-8", "surrogatepass") for t in texts)
-    body = zlib.compress(orjson.dumps(ents) + b"\n" + raw, ZLIB_LEVEL)
-    return Chunk(ts, body, index_words("\n".join(texts)))
+    body = compress(_head(ents) + b"\n" + raw, zdict)
+    return Chunk(ts, body, index_words("\n".join(texts)), raw, pt.words(" ".join(leads)) if leads else set())
 
 
-def parse_lines(data: bytes) -> Parsed:
-    """The chunks of `data` (whole lines); a line that is no entry is skipped."""
+def _parse(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except (orjson.JSONDecodeError, RecursionError):
+        return pt.BAD
+
+
+def parse_lines(data: bytes, zdict: bytes | None, listing: pt.Reader) -> Parsed:
+    """The chunks of `data` (whole lines); a line that is no entry is skipped. `listing`
+    reads what a searched listing looks in as it goes."""
     out = Parsed()
     ents: list[list[Any]] = []
     texts: list[str] = []
-    size = at = ts = 0
+    leads: list[str] = []  # lower-cased, of user and assistant messages
+    size = ts = 0
     for line in data.split(b"\n"):
-        e = parse_line(line) if line.strip() else None
-        if e is None:
+        if not line.strip():
             continue
-        t, ms = entry_text(e), entry_ms(e)
+        if listing.state == pt.HEADER:
+            listing.header(line)
+        e = _parse(line)
+        listed = listing.state == pt.PLAIN and listing.message(line, e)
+        if not isinstance(e, dict) or not isinstance(e.get("id"), str):
+            continue
+        lead, t = entry_texts(e)
+        ms = entry_ms(e)
         ts = max(ts, ms)
         kind, role = e.get("type"), entry_role(e)
         if kind == et.SESSION_INFO:
             out.name = e.get("name") if isinstance(e.get("name"), str) else None
         elif out.first is None and role == "user":
-            out.first = join_text(e["message"].get("content"), " ") or None
+            out.first = lead or None
         if not t:
             continue
-        ents.append([e["id"], kind if isinstance(kind, str) else "", role, ms, at])
+        if listed and lead:
+            leads.append(listing.text(lead))
+        n = len(t.encode("utf-8", "surrogatepass"))
+        # the lead's bytes when a searched listing looks in it (whatever the file's state)
+        searched = lead and kind == et.MESSAGE and role in ("user", "assistant") and "content" in e["message"]
+        plen = len(lead.encode("utf-8", "surrogatepass")) if searched else 0
+        ents.append([e["id"], kind if isinstance(kind, str) else "", role, ms, n, plen])  # n: its size, for the head
         texts.append(t)
         size += len(t)
-        at += len(t.encode("utf-8", "surrogatepass")) + 1
         if size >= CHUNK_CHARS:
-            out.chunks.append(_chunk(ents, texts, ts))
+            out.chunks.append(_chunk(ents, texts, leads, ts, zdict))
             out.chars += size
-            ents, texts, size, at, ts = [], [], 0, 0, 0
+            ents, texts, leads, size, ts = [], [], [], 0, 0
     if texts:
-        out.chunks.append(_chunk(ents, texts, ts))
+        out.chunks.append(_chunk(ents, texts, leads, ts, zdict))
         out.chars += size
     return out
 
 
-def unpack(body: bytes) -> tuple[bytes, bytes]:
+def unpack(body: bytes, zdict: bytes | None) -> tuple[bytes, bytes]:
     """A chunk's entries (see `entries`) and text (UTF-8, see `decode`)."""
-    data = zlib.decompress(body)
+    data = decompress(body, zdict)
     cut = data.index(b"\n")
     return data[:cut], data[cut + 1 :]
 
@@ -108,13 +184,13 @@ def decode(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogatepass")
 
 
-def entries(head: bytes) -> list[list[Any]]:
-    """The entries `[id, type, role, ms, offset]` of a chunk's head."""
-    ents: list[list[Any]] = orjson.loads(head)
-    return ents
-
-
 def bounds(ents: list[list[Any]], size: int) -> list[tuple[int, int]]:
     """Where each entry's text is in the chunk's text (bytes)."""
     ends = [e[4] - 1 for e in ents[1:]] + [size]
     return [(e[4], end) for e, end in zip(ents, ends, strict=True)]
+
+
+def listed_words(head: bytes, raw: bytes) -> set[str]:
+    """The words of the chunk's user and assistant text, as `Chunk.listed` had them."""
+    lows = [decode(raw[e[4] : e[4] + e[5]]).lower() for e in entries(head) if e[5]]
+    return pt.words(" ".join(lows)) if lows else set()

@@ -1,7 +1,8 @@
 """The full-text index database in the state dir.
 
 A session file is indexed in chunks (fulltext/chunks.py): runs of consecutive entries
-whose text is kept compressed in `chunks` and whose distinct words are a row of a
+whose text is kept compressed in `bodies` (apart from `chunks`, whose small rows are
+read many to a page when matches are mapped to their files) and whose distinct words are a row of a
 contentless trigram FTS5 table without positions. A query narrows to the chunks
 holding every trigram of its words, then checks each entry of those chunks exactly
 against the stored text (terms shorter than a trigram are only checked that way). A
@@ -21,8 +22,10 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from pi_server.fulltext import chunks as ch
 from pi_server.fulltext import picker
@@ -31,18 +34,22 @@ from pi_server.store.cache import HEAD, fingerprint, head_hash
 from pi_server.store.names import from_wire, to_wire
 
 log = logging.getLogger("pi_server")
-FORMAT = "2"  # bumped whenever chunks or their index words change (forget() gives them again)
+FORMAT = "3"  # bumped whenever chunks or their index words change (forget() gives them again)
 STEP_BYTES = 1 << 18  # file bytes read per indexing step (~25 ms: a request or long call arriving meanwhile shares the CPU with it)
 COMMIT_CHARS = 8 << 20  # text per transaction while a batch of steps runs
+# a trigram in more chunks than this share narrows too little to be worth its postings
+# reading (any subset of a query's trigrams narrows it correctly)
+COMMON = 0.8
 HASH_BYTES = 32 << 20  # FTS5's pending terms kept in memory before written as a segment
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, dev INT, ino INT,
   size INT, mtime_ns INT, head BLOB, done INT, name TEXT, first TEXT);
-CREATE TABLE IF NOT EXISTS chunks(id INTEGER PRIMARY KEY, file INT NOT NULL, ts INT, body BLOB);
+CREATE TABLE IF NOT EXISTS chunks(id INTEGER PRIMARY KEY, file INT NOT NULL, ts INT);
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file);
 CREATE INDEX IF NOT EXISTS chunks_ts ON chunks(ts);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='trigram case_sensitive 1', detail=none, content='');
+CREATE TABLE IF NOT EXISTS bodies(id INTEGER PRIMARY KEY, body BLOB NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='trigram case_sensitive 1', detail=none, content='', columnsize=0);
 """
 
 
@@ -55,6 +62,23 @@ class Hit:
     ms: int
     text: str
     spans: list[tuple[int, int]]
+
+
+def _holding_longest(q: Query, low: bytes, ents: list[list[Any]], spans: list[tuple[int, int]]) -> Iterable[int]:
+    """The entries whose (lower-cased) bytes hold the query's longest word, in order: each
+    place it is found names its entry, instead of every entry being tested."""
+    words = q.words[1]
+    if not words:
+        return range(len(ents))
+    w = max(words, key=len)
+    starts = [e[4] for e in ents]
+    out = []
+    i = low.find(w)
+    while i >= 0:  # a word holds no newline: it is inside one entry's text
+        k = bisect_right(starts, i) - 1
+        out.append(k)
+        i = low.find(w, spans[k][1])
+    return out
 
 
 def _complete_lines(fd: int, start: int) -> tuple[bytes, int]:
@@ -77,6 +101,14 @@ class FullText:
         self.batch: set[str] = set()  # files written by the open transaction
         self.batch_chars = 0
         self.in_tx = False
+        self.zdict = self._zdict()
+        self.sample: list[bytes] = []  # the first chunks' texts, until the dictionary is learned
+        self.shares: dict[str, float] = {}  # trigram -> share of the chunks holding it, as last asked
+        self.shares_at = 0  # the chunk count they were asked at
+
+    def _zdict(self) -> bytes | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (ch.DICT_KEY,)).fetchone()
+        return bytes(row[0]) if row else None
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -104,6 +136,7 @@ class FullText:
                 raise sqlite3.DatabaseError(f"format {row[0] if row else 'unknown'}, not {FORMAT}")
             db.execute("SELECT count(*) FROM files").fetchone()
             picker.ensure(db)
+            db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms USING fts5vocab(main, 'fts', 'row')")
         except sqlite3.DatabaseError:
             db.close()
             raise
@@ -135,6 +168,7 @@ class FullText:
                 self.db.execute("ROLLBACK")
             except sqlite3.OperationalError:
                 pass  # SQLite rolled it back itself
+        self.zdict, self.sample = self._zdict(), []  # a dictionary learned in the batch went with it
         return lost
 
     # ------------------------------------------------------------------ indexing
@@ -153,12 +187,13 @@ class FullText:
             return
         self._begin()
         self.batch.add(path)
+        picker.forget(self.db, row[0], self.zdict)
         # a contentless table forgets a row given the values it was given
-        for cid, body in self.db.execute("SELECT id, body FROM chunks WHERE file=?", (row[0],)).fetchall():
-            words = ch.index_words(ch.decode(ch.unpack(body)[1]))
+        for cid, body in picker.bodies(self.db, row[0]):
+            words = ch.index_words(ch.decode(ch.unpack(body, self.zdict)[1]))
             self.db.execute("INSERT INTO fts(fts, rowid, text) VALUES('delete', ?, ?)", (cid, words))
+        self.db.execute("DELETE FROM bodies WHERE id IN (SELECT id FROM chunks WHERE file=?)", (row[0],))
         self.db.execute("DELETE FROM chunks WHERE file=?", (row[0],))
-        picker.forget(self.db, row[0])
         self.db.execute("DELETE FROM files WHERE id=?", (row[0],))
 
     def index_step(self, path: str) -> bool:
@@ -185,7 +220,8 @@ class FullText:
         done = row[5] if same else 0
         # read and parse before writing: a hostile file fails here, with nothing written
         data, cut = _complete_lines(fd, done)
-        parsed = ch.parse_lines(data[:cut])
+        listing = picker.reader(self.db, row[0] if same else None, done)
+        parsed = ch.parse_lines(data[:cut], self.zdict, listing)
         if row is not None and not same:
             self.forget(path)
             row = None
@@ -196,8 +232,9 @@ class FullText:
             if row is not None
             else self.db.execute("INSERT INTO files(path, done) VALUES(?, 0)", (to_wire(path),)).lastrowid
         )
-        self._write(fid, parsed)
-        picker.add(self.db, fid, done, data[:cut])
+        cids = self._write(fid, parsed)
+        picker.add(self.db, fid, listing, parsed, cids, self.zdict)
+        self._learn(parsed)
         done += cut
         finished = done >= st.st_size or cut == 0
         self.db.execute(
@@ -206,15 +243,30 @@ class FullText:
         )
         return finished
 
-    def _write(self, fid: int, parsed: ch.Parsed) -> None:
+    def _write(self, fid: int, parsed: ch.Parsed) -> list[int]:
+        """Write the chunks; their ids (in order: a term's postings are small deltas)."""
+        cids = []
         for c in parsed.chunks:
-            cid = self.db.execute("INSERT INTO chunks(file, ts, body) VALUES(?, ?, ?)", (fid, c.ts, c.body)).lastrowid
+            cid = self.db.execute("INSERT INTO chunks(file, ts) VALUES(?, ?)", (fid, c.ts)).lastrowid
+            self.db.execute("INSERT INTO bodies(id, body) VALUES(?, ?)", (cid, c.body))
             self.db.execute("INSERT INTO fts(rowid, text) VALUES(?, ?)", (cid, c.words))
+            cids.append(cid)
         self.batch_chars += parsed.chars
         if parsed.name is not None:
             self.db.execute("UPDATE files SET name=? WHERE id=?", (parsed.name.strip() or None, fid))
         if parsed.first is not None:
             self.db.execute("UPDATE files SET first=? WHERE id=? AND first IS NULL", (parsed.first, fid))
+        return cids
+
+    def _learn(self, parsed: ch.Parsed) -> None:
+        """Learn the preset dictionary from the first chunks' texts, once there are enough."""
+        if self.zdict is not None:
+            return
+        self.sample += [c.raw for c in parsed.chunks]
+        if sum(min(len(r), ch.DICT_PIECE) for r in self.sample) >= ch.DICT_BYTES:
+            self.zdict = ch.learn_dict(self.sample)
+            self.db.execute("INSERT INTO meta VALUES(?, ?)", (ch.DICT_KEY, self.zdict))
+            self.sample = []
 
     def counts(self) -> tuple[int, int]:
         """(files fully indexed, files partly indexed)."""
@@ -231,8 +283,8 @@ class FullText:
     def candidates(self, q: Query, sessions: list[str] | None, since: int | None) -> Iterator[tuple[int, str, int]]:
         """(chunk id, path, newest entry's ms) of the chunks that may match, newest first."""
         where, args = [], []
-        # detail=none keeps no positions: a term is asked as all the trigrams of its words
-        terms = sorted(q.grams())
+        # detail=none keeps no positions: a term is asked as the trigrams of its words
+        terms = self.narrowing(q.grams())
         if terms:
             where.append("c.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)")
             args.append(" AND ".join('"' + t.replace('"', '""') + '"' for t in terms))
@@ -256,28 +308,47 @@ class FullText:
                 path = paths[fid] = from_wire(row[0])
             yield cid, path, ts
 
+    def narrowing(self, grams: set[str]) -> list[str]:
+        """The trigrams worth asking the index for: those not in nearly every chunk (a
+        common word's trigrams are; their postings cost milliseconds and leave out next to
+        nothing). Shares are kept until the index grows or shrinks by a tenth."""
+        (count,) = self.db.execute("SELECT count(*) FROM chunks").fetchone()
+        if abs(count - self.shares_at) > self.shares_at / 10:
+            self.shares, self.shares_at = {}, count
+        out = []
+        for g in sorted(grams):
+            share = self.shares.get(g)
+            if share is None:
+                row = self.db.execute("SELECT doc FROM temp.fts_terms WHERE term=?", (g,)).fetchone()
+                share = self.shares[g] = (row[0] if row else 0) / max(count, 1)
+            if share <= COMMON:
+                out.append(g)
+        return out
+
     def verify(self, q: Query, cid: int, path: str, roles: set[str] | None, check: bool = True) -> list[Hit]:
         """The chunk's entries that match (`check=False`: those whose text holds the
         query's literal parts, spans left empty, for a regex matcher to check)."""
-        row = self.db.execute("SELECT body FROM chunks WHERE id=?", (cid,)).fetchone()
+        row = self.db.execute("SELECT body FROM bodies WHERE id=?", (cid,)).fetchone()
         if row is None:
             return []
-        head, raw = ch.unpack(row[0])
+        head, raw = ch.unpack(row[0], self.zdict)
         # bytes are lower-cased ten times faster than str, and alike for an ASCII query; the
         # words of a query in scripts without case (CJK) are looked for in the bytes as they are
-        fast = q.ascii and not ch.LOWERS_TO_ASCII.search(raw)
+        fast = q.ascii and not ch.lowers_to_ascii(raw)
         as_is = q.uncased
         low = raw if as_is else raw.lower() if fast else ch.decode(raw).lower()
         if not q.chunk_may_match(low):
             return []
         ents = ch.entries(head)
+        spans_of = ch.bounds(ents, len(raw))
+        which = _holding_longest(q, low, ents, spans_of) if fast or as_is else range(len(ents))
         hits = []
-        for (eid, kind, role, ms, _), (a, b) in zip(ents, ch.bounds(ents, len(raw)), strict=True):
+        for i in which:
+            eid, kind, role, ms, *_ = ents[i]
+            a, b = spans_of[i]
             if roles is not None and role not in roles and kind not in roles:
                 continue
-            if as_is and not q.may_match(raw[a:b]):
-                continue
-            if fast and not q.may_match(raw[a:b].lower()):
+            if (fast or as_is) and not q.may_match(low[a:b]):  # bytes lowered alike, at the same places
                 continue
             t = ch.decode(raw[a:b])
             if not (fast or as_is) and not q.may_match(t.lower()):

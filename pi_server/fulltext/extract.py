@@ -22,34 +22,40 @@ def _tool_calls(content: Any) -> list[str]:
     return out
 
 
-def _message_text(msg: dict[str, Any]) -> str:
+def _message_texts(msg: dict[str, Any]) -> tuple[str, str]:
     role = msg.get("role")
-    parts = [join_text(msg.get("content"), " ")]
+    lead = join_text(msg.get("content"), " ")
+    parts = [lead]
     if role == "assistant":
         parts += _tool_calls(msg.get("content"))
     elif role == "bashExecution":
         parts += [str(msg.get("command") or ""), str(msg.get("output") or "")]
-    return "\n".join(p for p in parts if p)
+    return lead, "\n".join(p for p in parts if p)
+
+
+def entry_texts(entry: dict[str, Any]) -> tuple[str, str]:
+    """What a search looks in for one entry, and the part of it that is a message's
+    content (its lead: what a searched listing looks in, for a user or assistant)."""
+    t = entry.get("type")
+    if t == et.MESSAGE:
+        msg = entry.get("message")
+        return _message_texts(msg) if isinstance(msg, dict) else ("", "")
+    if t == et.CUSTOM_MESSAGE:
+        return "", join_text(entry.get("content"), " ")
+    if t in (et.COMPACTION, et.BRANCH_SUMMARY):
+        v = entry.get("summary")
+    elif t == et.LABEL:
+        v = entry.get("label")
+    elif t == et.SESSION_INFO:
+        v = entry.get("name")
+    else:
+        return "", ""
+    return "", v if isinstance(v, str) else ""
 
 
 def entry_text(entry: dict[str, Any]) -> str:
     """What a search looks in for one entry."""
-    t = entry.get("type")
-    if t == et.MESSAGE:
-        msg = entry.get("message")
-        return _message_text(msg) if isinstance(msg, dict) else ""
-    if t == et.CUSTOM_MESSAGE:
-        return join_text(entry.get("content"), " ")
-    if t in (et.COMPACTION, et.BRANCH_SUMMARY):
-        s = entry.get("summary")
-        return s if isinstance(s, str) else ""
-    if t == et.LABEL:
-        v = entry.get("label")
-        return v if isinstance(v, str) else ""
-    if t == et.SESSION_INFO:
-        v = entry.get("name")
-        return v if isinstance(v, str) else ""
-    return ""
+    return entry_texts(entry)[1]
 
 
 def entry_role(entry: dict[str, Any]) -> str | None:
