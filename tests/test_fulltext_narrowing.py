@@ -19,7 +19,7 @@ def test_common_trigrams_are_not_asked_and_the_answer_is_the_same(tmp_path: Path
     files = []
     for i in range(6):
         # "common" is in every message; "rare" in one message of two files
-        texts = [" ".join(rng.choice(["alpha", "beta", "gamma"]) for _ in range(2000)) + " common" for _ in range(12)]
+        texts = [" ".join(rng.choice(["alpha", "beta", "gamma"]) for _ in range(2000)) + " common" for _ in range(24)]
         if i in (1, 4):
             texts[5] += " rarest"
         files.append(tmp_path / "s" / f"s{i}.jsonl")
@@ -30,7 +30,7 @@ def test_common_trigrams_are_not_asked_and_the_answer_is_the_same(tmp_path: Path
     assert ft.db.execute("SELECT count(*) FROM chunks").fetchone()[0] > 20
     assert ft.narrowing(parse("common").grams()) == []
     assert ft.narrowing(parse("rarest").grams()) == sorted(parse("rarest").grams())
-    assert search.run(ft, parse("common"), 500, 0, None, None, None)["total"] == 72
+    assert search.run(ft, parse("common"), 500, 0, None, None, None)["total"] == 144
     got = search.run(ft, parse("rarest common"), 50, 0, None, None, None)
     assert got["total"] == 2 and {h["session"] for h in got["hits"]} == {str(files[1]), str(files[4])}
     ft.forget(str(files[1]))  # the shares are asked again once the index changed by a tenth

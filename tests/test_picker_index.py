@@ -394,3 +394,12 @@ def test_words_without_case_are_found_in_the_bytes_as_the_lower_cased_text_finds
         assert sorted(h["entryId"] for h in got["hits"]) == sorted(want), query
         assert want, query
     assert not parse("日本 ĳ").uncased and not parse("x").uncased
+
+
+def test_the_word_tables_words_are_the_tokenizers_runs() -> None:
+    """`pickertext.words` (bytes made spaces, then split) gives the runs WORD finds."""
+    rng = random.Random(5)
+    alpha = "abcXYZ09 _-./\t\n\x00\x1f\u00e9\u0130\u212a日本\ud800😀,;"
+    for _ in range(5000):
+        s = "".join(rng.choice(alpha) for _ in range(rng.randint(0, 30))).lower()
+        assert pickertext.words(s) == set(pickertext.WORD.findall(s)), repr(s)

@@ -31,7 +31,7 @@ from pi_server.store import entry_types as et
 
 # the only characters outside ASCII that lower-case to ASCII (İ, the Kelvin sign), in UTF-8
 _LOWERS_TO_ASCII = ("\u0130".encode(), "\u212a".encode())
-CHUNK_CHARS = 32 << 10  # text per chunk: larger chunks share trigrams (a smaller index)
+CHUNK_CHARS = 65536  # text per chunk: larger chunks share trigrams (a smaller index)
 ZLIB_LEVEL = 4  # with the preset dictionary: smaller than level 6 without, and faster
 DICT_BYTES = 32 << 10  # zlib's window: a preset dictionary longer than this is never reached
 DICT_PIECE = 2 << 10  # bytes of each of the first chunks' text the dictionary is made of
