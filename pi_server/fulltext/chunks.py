@@ -57,11 +57,13 @@ class Parsed:
     chars: int = 0  # characters of entry text
 
 
-def index_words(text: str) -> str:
-    low = text.lower()
-    words = set(low.split())
+def index_words(texts: list[str]) -> str:
+    """What the trigram index is given for the texts of a chunk."""
+    words = set("\n".join(texts).lower().split())
     # two characters of a CJK run are a term of their own: each pair is given as one trigram
-    for run in () if low.isascii() else CJK_RUN.findall(low):  # isascii(): a flag of the str
+    # (no case: looked for in the texts not all ASCII, as written; isascii() is a flag of a str)
+    odd = [t for t in texts if not t.isascii()]
+    for run in CJK_RUN.findall("\n".join(odd)) if odd else ():
         words.update(CJK_MARK + run[i : i + 2] for i in range(len(run) - 1))
     # words of one or two characters hold no trigram; a joint of two separators (which no
     # word holds) gives fewer distinct trigrams across words than one space: a smaller index
@@ -114,10 +116,12 @@ def entries(head: bytes) -> list[list[Any]]:
     return out
 
 
-def _chunk(ents: list[list[Any]], texts: list[str], leads: list[str], ts: int, zdict: bytes | None) -> Chunk:
-    raw = b"\n".join(t.encode("utf-8", "surrogatepass") for t in texts)
+def _chunk(
+    ents: list[list[Any]], texts: list[str], blobs: list[bytes], leads: list[str], ts: int, zdict: bytes | None
+) -> Chunk:
+    raw = b"\n".join(blobs)
     body = compress(_head(ents) + b"\n" + raw, zdict)
-    return Chunk(ts, body, index_words("\n".join(texts)), raw, pt.words(" ".join(leads)) if leads else set())
+    return Chunk(ts, body, index_words(texts), raw, pt.words(" ".join(leads)) if leads else set())
 
 
 def _parse(line: bytes) -> Any:
@@ -133,10 +137,11 @@ def parse_lines(data: bytes, zdict: bytes | None, listing: pt.Reader) -> Parsed:
     out = Parsed()
     ents: list[list[Any]] = []
     texts: list[str] = []
+    blobs: list[bytes] = []  # the texts in UTF-8
     leads: list[str] = []  # lower-cased, of user and assistant messages
     size = ts = 0
     for line in data.split(b"\n"):
-        if not line.strip():
+        if not line or line.isspace():  # (no copy of the line, as strip() makes)
             continue
         if listing.state == pt.HEADER:
             listing.header(line)
@@ -156,19 +161,20 @@ def parse_lines(data: bytes, zdict: bytes | None, listing: pt.Reader) -> Parsed:
             continue
         if listed and lead:
             leads.append(listing.text(lead))
-        n = len(t.encode("utf-8", "surrogatepass"))
+        blob = t.encode("utf-8", "surrogatepass")
         # the lead's bytes when a searched listing looks in it (whatever the file's state)
         searched = lead and kind == et.MESSAGE and role in ("user", "assistant") and "content" in e["message"]
-        plen = len(lead.encode("utf-8", "surrogatepass")) if searched else 0
-        ents.append([e["id"], kind if isinstance(kind, str) else "", role, ms, n, plen])  # n: its size, for the head
+        plen = (len(lead) if lead.isascii() else len(lead.encode("utf-8", "surrogatepass"))) if searched else 0
+        ents.append([e["id"], kind if isinstance(kind, str) else "", role, ms, len(blob), plen])  # its size: the head's
         texts.append(t)
+        blobs.append(blob)
         size += len(t)
         if size >= CHUNK_CHARS:
-            out.chunks.append(_chunk(ents, texts, leads, ts, zdict))
+            out.chunks.append(_chunk(ents, texts, blobs, leads, ts, zdict))
             out.chars += size
-            ents, texts, leads, size, ts = [], [], [], 0, 0
+            ents, texts, blobs, leads, size, ts = [], [], [], [], 0, 0
     if texts:
-        out.chunks.append(_chunk(ents, texts, leads, ts, zdict))
+        out.chunks.append(_chunk(ents, texts, blobs, leads, ts, zdict))
         out.chars += size
     return out
 

@@ -190,7 +190,7 @@ class FullText:
         picker.forget(self.db, row[0], self.zdict)
         # a contentless table forgets a row given the values it was given
         for cid, body in picker.bodies(self.db, row[0]):
-            words = ch.index_words(ch.decode(ch.unpack(body, self.zdict)[1]))
+            words = ch.index_words([ch.decode(ch.unpack(body, self.zdict)[1])])
             self.db.execute("INSERT INTO fts(fts, rowid, text) VALUES('delete', ?, ?)", (cid, words))
         self.db.execute("DELETE FROM bodies WHERE id IN (SELECT id FROM chunks WHERE file=?)", (row[0],))
         self.db.execute("DELETE FROM chunks WHERE file=?", (row[0],))
