@@ -1,5 +1,7 @@
 """The text pi shows for an entry, as the full-text index holds it (never images or
-thinking signatures)."""
+thinking signatures). A tool call is its name and its arguments' values, one a line:
+strings as written (the code of an edit, a command, a path: found by a phrase across
+its lines, as a user would look for it), other values as JSON."""
 
 from __future__ import annotations
 
@@ -12,13 +14,29 @@ from pi_server.store import entry_types as et
 from pi_server.store.content import join_text
 
 
+def argument_values(args: Any) -> list[str]:
+    """The values of a tool call's arguments in order, depth first (a walk of its own: the
+    nesting of a hostile file is no recursion)."""
+    out, todo = [], [args]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            todo.extend(reversed(v.values()))
+        elif isinstance(v, list):
+            todo.extend(reversed(v))
+        elif isinstance(v, str):
+            out.append(v)
+        elif v is not None:
+            out.append(orjson.dumps(v).decode())
+    return out
+
+
 def _tool_calls(content: Any) -> list[str]:
     out = []
     for c in content if isinstance(content, list) else []:
         if isinstance(c, dict) and c.get("type") == "toolCall":
             name = c.get("name")
-            args = c.get("arguments")
-            out.append(f"{name if isinstance(name, str) else ''} {orjson.dumps(args).decode() if args else ''}")
+            out.append("\n".join([name if isinstance(name, str) else "", *argument_values(c.get("arguments"))]))
     return out
 
 
