@@ -1,4 +1,4 @@
-"""The full-text index's preset dictionary (fulltext/chunks.py): learned from the first
+"""The full-text index's compression dictionary (fulltext/codec.py): learned from the first
 chunks' text, kept in the database, and every chunk read back alike, those written
 before it was learned and after; a batch rolled back takes a dictionary it learned with it."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from test_search import write_session
 
-from pi_server.fulltext import chunks as ch
+from pi_server.fulltext import codec as cc
 from pi_server.fulltext import search
 from pi_server.fulltext.db import FullText
 from pi_server.fulltext.query import parse
@@ -21,7 +21,7 @@ def _store(root: Path, n: int, seed: int) -> list[Path]:
     rng = random.Random(seed)
     files = []
     for i in range(n):
-        texts = [" ".join(rng.choice(VOCAB) for _ in range(300)) + f" marker{i}y{j}z" for j in range(40)]
+        texts = [" ".join(rng.choice(VOCAB) for _ in range(300)) + f" marker{i}y{j}z" for j in range(80)]
         f = root / f"s{i:02d}.jsonl"
         write_session(f, texts)
         files.append(f)
@@ -44,19 +44,19 @@ def _finds(ft: FullText, word: str) -> int:
 
 
 def test_chunks_before_and_after_the_dictionary_read_alike(tmp_path: Path) -> None:
-    files = _store(tmp_path / "s", 12, 1)
+    files = _store(tmp_path / "s", 24, 1)
     ft = FullText(str(tmp_path / "ft.sqlite"))
     _index(ft, files)
     ft.flush()
-    assert ft.zdict is not None and len(ft.zdict) == ch.DICT_BYTES
+    assert ft.codec.zdict is not None and 0 < len(ft.codec.zdict) <= cc.DICT_BYTES
     assert _flags(ft) == {b"\x00", b"\x01"}  # the first chunks, then the rest with it
-    for i in (0, 11):
+    for i in (0, 23):
         assert _finds(ft, f"marker{i}y7z") == 1
     ft.close()
     ft = FullText(str(tmp_path / "ft.sqlite"))  # kept in the database
-    assert ft.zdict is not None
-    assert _finds(ft, "marker0y39z") == 1 and _finds(ft, "marker11y39z") == 1
-    for f in (files[0], files[11]):  # forgotten as they were added, whichever way compressed
+    assert ft.codec.zdict is not None
+    assert _finds(ft, "marker0y39z") == 1 and _finds(ft, "marker23y79z") == 1
+    for f in (files[0], files[23]):  # forgotten as they were added, whichever way compressed
         ft.forget(str(f))
     ft.flush()
     ft.db.execute("INSERT INTO fts(fts) VALUES('integrity-check')")
@@ -66,17 +66,17 @@ def test_chunks_before_and_after_the_dictionary_read_alike(tmp_path: Path) -> No
 
 
 def test_a_batch_rolled_back_takes_the_dictionary_it_learned(tmp_path: Path) -> None:
-    files = _store(tmp_path / "s", 10, 2)
+    files = _store(tmp_path / "s", 24, 2)
     ft = FullText(str(tmp_path / "ft.sqlite"))
-    _index(ft, files[:8])
-    assert ft.zdict is not None  # learned in the open batch
+    _index(ft, files[:20])
+    assert ft.codec.zdict is not None  # learned in the open batch
     lost = ft.abort()  # as a full disk rolls a batch back
-    assert lost == {str(f) for f in files[:8]}
-    assert ft.zdict is None
-    assert ft.db.execute("SELECT count(*) FROM meta WHERE key=?", (ch.DICT_KEY,)).fetchone()[0] == 0
+    assert lost == {str(f) for f in files[:20]}
+    assert ft.codec.zdict is None
+    assert ft.db.execute("SELECT count(*) FROM meta WHERE key=?", (cc.KEY,)).fetchone()[0] == 0
     _index(ft, files)
     ft.flush()
-    assert ft.zdict is not None
-    assert all(_finds(ft, f"marker{i}y3z") == 1 for i in range(10))
+    assert ft.codec.zdict is not None
+    assert all(_finds(ft, f"marker{i}y3z") == 1 for i in range(24))
     ft.db.execute("INSERT INTO fts(fts) VALUES('integrity-check')")
     ft.close()

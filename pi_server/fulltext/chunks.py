@@ -2,15 +2,12 @@
 entries, each stored as its entries' text (compressed, with where each entry starts)
 and indexed as the set of its lower-cased words.
 
-A chunk's body is a flag byte and zlib of a head, a JSON line, followed by the entries'
-texts joined by newlines (UTF-8). The head holds, column by column (each column alike
+A chunk's body is a head, a JSON line, followed by the entries' texts joined by newlines (UTF-8). The head holds, column by column (each column alike
 compresses well): the entries' ids, their distinct (type, role) pairs and each entry's
 pair, the gaps between their times, the bytes of each text, and of its lead, the message
 text a searched listing looks in (fulltext/pickertext.py; 0: none). `entries` gives them
-back as `[id, type, role, ms, offset, lead]`. Flag 1: compressed with the database's preset
-dictionary, learned from the first text it indexed (small chunks share most of their
-words, phrases and keys, which zlib otherwise learns again in each). Checking a
-candidate reads this, never the session file. The index is given each distinct
+back as `[id, type, role, ms, offset, lead]`. It is compressed (fulltext/codec.py).
+Checking a candidate reads this, never the session file. The index is given each distinct
 whitespace-separated word once: a query is narrowed by the trigrams inside its words
 (never across them), so nothing it asks for is lost, and the trigram tokenizer does a
 fraction of the work.
@@ -18,13 +15,13 @@ fraction of the work.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from pi_server.fulltext import pickertext as pt
+from pi_server.fulltext.codec import Codec
 from pi_server.fulltext.extract import entry_ms, entry_role, entry_texts
 from pi_server.fulltext.query import CJK_MARK, CJK_RUN
 from pi_server.store import entry_types as et
@@ -32,10 +29,6 @@ from pi_server.store import entry_types as et
 # the only characters outside ASCII that lower-case to ASCII (İ, the Kelvin sign), in UTF-8
 _LOWERS_TO_ASCII = ("\u0130".encode(), "\u212a".encode())
 CHUNK_CHARS = 65536  # text per chunk: larger chunks share trigrams (a smaller index)
-ZLIB_LEVEL = 4  # with the preset dictionary: smaller than level 6 without, and faster
-DICT_BYTES = 32 << 10  # zlib's window: a preset dictionary longer than this is never reached
-DICT_PIECE = 2 << 10  # bytes of each of the first chunks' text the dictionary is made of
-DICT_KEY = "zdict"  # the dictionary's key in the database's meta table
 
 
 @dataclass
@@ -76,27 +69,6 @@ def lowers_to_ascii(raw: bytes) -> bool:
     return any(c in raw for c in _LOWERS_TO_ASCII)
 
 
-def compress(data: bytes, zdict: bytes | None) -> bytes:
-    if zdict is None:
-        return b"\x00" + zlib.compress(data, ZLIB_LEVEL)
-    z = zlib.compressobj(ZLIB_LEVEL, zdict=zdict)
-    return b"\x01" + z.compress(data) + z.flush()
-
-
-def decompress(body: bytes, zdict: bytes | None) -> bytes:
-    if body[:1] == b"\x00":
-        return zlib.decompress(body[1:])
-    if body[:1] != b"\x01" or zdict is None:
-        raise ValueError("a chunk compressed with a dictionary the database does not hold")
-    z = zlib.decompressobj(zdict=zdict)
-    return z.decompress(body[1:]) + z.flush()
-
-
-def learn_dict(raws: list[bytes]) -> bytes:
-    """A preset dictionary made of pieces of the middle of the first chunks' texts."""
-    return b"".join(r[len(r) // 2 : len(r) // 2 + DICT_PIECE] for r in raws)[-DICT_BYTES:]
-
-
 def _head(ents: list[list[Any]]) -> bytes:
     kinds: dict[tuple[str, str | None], int] = {}
     which = [kinds.setdefault((e[1], e[2]), len(kinds)) for e in ents]
@@ -117,10 +89,10 @@ def entries(head: bytes) -> list[list[Any]]:
 
 
 def _chunk(
-    ents: list[list[Any]], texts: list[str], blobs: list[bytes], leads: list[str], ts: int, zdict: bytes | None
+    ents: list[list[Any]], texts: list[str], blobs: list[bytes], leads: list[str], ts: int, codec: Codec
 ) -> Chunk:
     raw = b"\n".join(blobs)
-    body = compress(_head(ents) + b"\n" + raw, zdict)
+    body = codec.compress(_head(ents) + b"\n" + raw)
     return Chunk(ts, body, index_words(texts), raw, pt.words(" ".join(leads)) if leads else set())
 
 
@@ -131,7 +103,7 @@ def _parse(line: bytes) -> Any:
         return pt.BAD
 
 
-def parse_lines(data: bytes, zdict: bytes | None, listing: pt.Reader) -> Parsed:
+def parse_lines(data: bytes, codec: Codec, listing: pt.Reader) -> Parsed:
     """The chunks of `data` (whole lines); a line that is no entry is skipped. `listing`
     reads what a searched listing looks in as it goes."""
     out = Parsed()
@@ -170,18 +142,18 @@ def parse_lines(data: bytes, zdict: bytes | None, listing: pt.Reader) -> Parsed:
         blobs.append(blob)
         size += len(t)
         if size >= CHUNK_CHARS:
-            out.chunks.append(_chunk(ents, texts, blobs, leads, ts, zdict))
+            out.chunks.append(_chunk(ents, texts, blobs, leads, ts, codec))
             out.chars += size
             ents, texts, blobs, leads, size, ts = [], [], [], [], 0, 0
     if texts:
-        out.chunks.append(_chunk(ents, texts, blobs, leads, ts, zdict))
+        out.chunks.append(_chunk(ents, texts, blobs, leads, ts, codec))
         out.chars += size
     return out
 
 
-def unpack(body: bytes, zdict: bytes | None) -> tuple[bytes, bytes]:
+def unpack(body: bytes, codec: Codec) -> tuple[bytes, bytes]:
     """A chunk's entries (see `entries`) and text (UTF-8, see `decode`)."""
-    data = decompress(body, zdict)
+    data = codec.decompress(body)
     cut = data.index(b"\n")
     return data[:cut], data[cut + 1 :]
 

@@ -28,13 +28,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from pi_server.fulltext import chunks as ch
+from pi_server.fulltext import codec as cc
 from pi_server.fulltext import picker
+from pi_server.fulltext.codec import Codec
 from pi_server.fulltext.query import Query
 from pi_server.store.cache import HEAD, fingerprint, head_hash
 from pi_server.store.names import from_wire, to_wire
 
 log = logging.getLogger("pi_server")
-FORMAT = "4"  # bumped whenever chunks or their index words change (forget() gives them again)
+FORMAT = "5"  # bumped whenever chunks or their index words change (forget() gives them again)
 STEP_BYTES = 1 << 18  # file bytes read per indexing step (~25 ms: a request or long call arriving meanwhile shares the CPU with it)
 COMMIT_CHARS = 8 << 20  # text per transaction while a batch of steps runs
 # a trigram in more chunks than this share narrows too little to be worth its postings
@@ -101,14 +103,10 @@ class FullText:
         self.batch: set[str] = set()  # files written by the open transaction
         self.batch_chars = 0
         self.in_tx = False
-        self.zdict = self._zdict()
+        self.codec = Codec(cc.stored(self.db))
         self.sample: list[bytes] = []  # the first chunks' texts, until the dictionary is learned
         self.shares: dict[str, float] = {}  # trigram -> share of the chunks holding it, as last asked
         self.shares_at = 0  # the chunk count they were asked at
-
-    def _zdict(self) -> bytes | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (ch.DICT_KEY,)).fetchone()
-        return bytes(row[0]) if row else None
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -168,7 +166,7 @@ class FullText:
                 self.db.execute("ROLLBACK")
             except sqlite3.OperationalError:
                 pass  # SQLite rolled it back itself
-        self.zdict, self.sample = self._zdict(), []  # a dictionary learned in the batch went with it
+        self.codec, self.sample = Codec(cc.stored(self.db)), []  # a dictionary learned in the batch went with it
         return lost
 
     # ------------------------------------------------------------------ indexing
@@ -187,10 +185,10 @@ class FullText:
             return
         self._begin()
         self.batch.add(path)
-        picker.forget(self.db, row[0], self.zdict)
+        picker.forget(self.db, row[0], self.codec)
         # a contentless table forgets a row given the values it was given
         for cid, body in picker.bodies(self.db, row[0]):
-            words = ch.index_words([ch.decode(ch.unpack(body, self.zdict)[1])])
+            words = ch.index_words([ch.decode(ch.unpack(body, self.codec)[1])])
             self.db.execute("INSERT INTO fts(fts, rowid, text) VALUES('delete', ?, ?)", (cid, words))
         self.db.execute("DELETE FROM bodies WHERE id IN (SELECT id FROM chunks WHERE file=?)", (row[0],))
         self.db.execute("DELETE FROM chunks WHERE file=?", (row[0],))
@@ -221,7 +219,7 @@ class FullText:
         # read and parse before writing: a hostile file fails here, with nothing written
         data, cut = _complete_lines(fd, done)
         listing = picker.reader(self.db, row[0] if same else None, done)
-        parsed = ch.parse_lines(data[:cut], self.zdict, listing)
+        parsed = ch.parse_lines(data[:cut], self.codec, listing)
         if row is not None and not same:
             self.forget(path)
             row = None
@@ -233,7 +231,7 @@ class FullText:
             else self.db.execute("INSERT INTO files(path, done) VALUES(?, 0)", (to_wire(path),)).lastrowid
         )
         cids = self._write(fid, parsed)
-        picker.add(self.db, fid, listing, parsed, cids, self.zdict)
+        picker.add(self.db, fid, listing, parsed, cids, self.codec)
         self._learn(parsed)
         done += cut
         finished = done >= st.st_size or cut == 0
@@ -260,13 +258,14 @@ class FullText:
 
     def _learn(self, parsed: ch.Parsed) -> None:
         """Learn the preset dictionary from the first chunks' texts, once there are enough."""
-        if self.zdict is not None:
+        if self.codec.zdict is not None:
             return
-        self.sample += [c.raw for c in parsed.chunks]
-        if sum(min(len(r), ch.DICT_PIECE) for r in self.sample) >= ch.DICT_BYTES:
-            self.zdict = ch.learn_dict(self.sample)
-            self.db.execute("INSERT INTO meta VALUES(?, ?)", (ch.DICT_KEY, self.zdict))
-            self.sample = []
+        # the last chunks only, should a dictionary never be learned from them
+        self.sample = (self.sample + [c.raw for c in parsed.chunks])[-4 * cc.LEARN_CHUNKS :]
+        zdict = cc.learn(self.sample)
+        if zdict is not None:
+            self.db.execute("INSERT INTO meta VALUES(?, ?)", (cc.KEY, zdict))
+            self.codec, self.sample = Codec(zdict), []
 
     def counts(self) -> tuple[int, int]:
         """(files fully indexed, files partly indexed)."""
@@ -331,7 +330,7 @@ class FullText:
         row = self.db.execute("SELECT body FROM bodies WHERE id=?", (cid,)).fetchone()
         if row is None:
             return []
-        head, raw = ch.unpack(row[0], self.zdict)
+        head, raw = ch.unpack(row[0], self.codec)
         # bytes are lower-cased ten times faster than str, and alike for an ASCII query; the
         # words of a query in scripts without case (CJK) are looked for in the bytes as they are
         fast = q.ascii and not ch.lowers_to_ascii(raw)

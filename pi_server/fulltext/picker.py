@@ -24,7 +24,9 @@ from stat import S_ISLNK
 from typing import Any
 
 from pi_server.fulltext import chunks as ch
+from pi_server.fulltext import codec as cc
 from pi_server.fulltext import pickertext as pt
+from pi_server.fulltext.codec import Codec
 from pi_server.store.discovery import is_within
 
 FORMAT = "3"
@@ -63,11 +65,11 @@ def reader(db: sqlite3.Connection, fid: int | None, base: int) -> pt.Reader:
     return pt.Reader(*row)
 
 
-def add(db: sqlite3.Connection, fid: int, listing: pt.Reader, parsed: ch.Parsed, cids: list[int], zdict: bytes | None) -> None:
+def add(db: sqlite3.Connection, fid: int, listing: pt.Reader, parsed: ch.Parsed, cids: list[int], codec: Codec) -> None:
     """The chunks `cids` of `parsed` were written: keep what they add to the file's picker
     text. Runs in the indexing transaction."""
     if listing.state == pt.SCAN:
-        forget(db, fid, zdict)
+        forget(db, fid, codec)
         _set(db, fid, pt.SCAN, None)
         return
     vocab: set[str] = set()
@@ -88,13 +90,13 @@ def bodies(db: sqlite3.Connection, fid: int) -> list[tuple[int, bytes]]:
     return db.execute("SELECT c.id, b.body FROM chunks c JOIN bodies b ON b.id = c.id WHERE c.file=?", (fid,)).fetchall()
 
 
-def forget(db: sqlite3.Connection, fid: int, zdict: bytes | None) -> None:
+def forget(db: sqlite3.Connection, fid: int, codec: Codec) -> None:
     """The file's picker text goes (the file is dropped, or left to the scan): the rows of
     its chunks leave the word table, before the chunks themselves go."""
     row = db.execute("SELECT state FROM picker_files WHERE file=?", (fid,)).fetchone()
     if row is not None and row[0] != pt.SCAN:
         for cid, body in bodies(db, fid):
-            words = ch.listed_words(*ch.unpack(body, zdict))
+            words = ch.listed_words(*ch.unpack(body, codec))
             if words:  # a contentless table forgets a row given the text it was added with
                 db.execute(
                     "INSERT INTO picker_words(picker_words, rowid, text) VALUES('delete', ?, ?)", (cid, " ".join(words))
@@ -120,7 +122,7 @@ def matching(
 ) -> set[int]:
     """Of the files `fids` (file id -> name), those whose picker text holds every token."""
     alive = set(fids)
-    texts = _Texts(db)
+    texts = _Texts(db, vocab.codec(db) if vocab is not None else Codec(cc.stored(db)))
     # the longest words first: they leave the fewest files for the next
     for t in sorted(set(tokens), key=lambda t: -len(t)):
         if not alive:
@@ -163,10 +165,8 @@ def _holding(
 class _Texts:
     """The searched texts of chunks, read once per query."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-        row = db.execute("SELECT value FROM meta WHERE key=?", (ch.DICT_KEY,)).fetchone()
-        self.zdict: bytes | None = row[0] if row else None
+    def __init__(self, db: sqlite3.Connection, codec: Codec) -> None:
+        self.db, self.codec = db, codec
         self.read: dict[int, tuple[bytes, list[tuple[int, int]]]] = {}
 
     def holds(self, cid: int, t: str) -> bool:
@@ -175,7 +175,7 @@ class _Texts:
             row = self.db.execute("SELECT body FROM bodies WHERE id=?", (cid,)).fetchone()
             if row is None:
                 return False
-            head, raw = ch.unpack(row[0], self.zdict)
+            head, raw = ch.unpack(row[0], self.codec)
             got = self.read[cid] = (raw, [(e[4], e[4] + e[5]) for e in ch.entries(head) if e[5]])
         raw, leads = got
         if t.isascii() and not ch.lowers_to_ascii(raw):
@@ -210,13 +210,21 @@ def _files(db: sqlite3.Connection, table: str, match: str) -> set[int]:
 class Vocab:
     """Every word of the kept text (as the word table splits it), read once and then as it
     grows: which words hold a query word is a substring search of them all. Also the kept
-    files (`kept`), read again only when the database changed."""
+    files (`kept`), read again only when the database changed, and the codec of its chunks
+    (one reader's: its thread alone uses it)."""
 
     def __init__(self) -> None:
         self.text = "\n"
         self.last = 0  # the highest word id read
         self.files: dict[str, tuple[Any, ...]] | None = None
         self.version = -1
+        self._codec: Codec | None = None
+
+    def codec(self, db: sqlite3.Connection) -> Codec:
+        zdict = cc.stored(db)
+        if self._codec is None or self._codec.zdict != zdict:  # learned since, or built anew
+            self._codec = Codec(zdict)
+        return self._codec
 
     def kept(self, db: sqlite3.Connection) -> dict[str, tuple[Any, ...]]:
         # data_version changes when another connection (the indexer's) commits
