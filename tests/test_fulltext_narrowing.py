@@ -37,3 +37,28 @@ def test_common_trigrams_are_not_asked_and_the_answer_is_the_same(tmp_path: Path
     ft.flush()
     assert search.run(ft, parse("rarest"), 50, 0, None, None, None)["total"] == 1
     ft.close()
+
+
+def test_any_substring_is_found_as_a_scan_finds_it(tmp_path: Path) -> None:
+    """The index holds each run of a text (letters and digits, or anything not ASCII,
+    between punctuation and spaces): a query word asks only the trigrams inside its own
+    runs, so a substring across punctuation, of any case or script, is never lost."""
+    rng = random.Random(11)
+    alpha = "abcdefgXYZ0129 ./-_:()[]{}\"'\n\t\u00e9\u00c9\u0130\u212a\u03a3\u03c3日本語中文テスト\u3000\xa0\x1f"
+    texts = ["".join(rng.choice(alpha) for _ in range(rng.randint(1, 60))) for _ in range(300)]
+    f = tmp_path / "s" / "s.jsonl"
+    ids = write_session(f, texts)
+    ft = FullText(str(tmp_path / "ft.sqlite"))
+    _index(ft, [f])
+    ft.flush()
+    for _ in range(400):
+        t = rng.choice(texts)
+        a = rng.randrange(len(t))
+        q = t[a : a + rng.randint(1, 12)].replace('"', "")
+        if not q.strip() or q.strip().startswith("re:"):
+            continue
+        query = parse(q)
+        want = {ids[i] for i, x in enumerate(texts) if all(w in x.lower() for w in query.terms)}
+        got = search.run(ft, query, 1000, 0, None, None, None)
+        assert {h["entryId"] for h in got["hits"]} == want, q
+    ft.close()

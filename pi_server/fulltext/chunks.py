@@ -23,7 +23,7 @@ import orjson
 from pi_server.fulltext import pickertext as pt
 from pi_server.fulltext.codec import Codec
 from pi_server.fulltext.extract import entry_ms, entry_role, entry_texts
-from pi_server.fulltext.query import CJK_MARK, CJK_RUN
+from pi_server.fulltext.query import CJK_MARK, CJK_RUN, runs
 from pi_server.store import entry_types as et
 
 # the only characters outside ASCII that lower-case to ASCII (İ, the Kelvin sign), in UTF-8
@@ -51,16 +51,18 @@ class Parsed:
 
 
 def index_words(texts: list[str]) -> str:
-    """What the trigram index is given for the texts of a chunk."""
-    words = set("\n".join(texts).lower().split())
+    """What the trigram index is given for the texts of a chunk: their distinct runs
+    (query.py `runs`; a run is a word, or a part of one between punctuation: the parts
+    of paths and code repeat far more than the whole), once each."""
+    words = {r for r in runs("\n".join(texts).lower()) if len(r) > 2}  # (bytes: fewer hold no trigram)
     # two characters of a CJK run are a term of their own: each pair is given as one trigram
     # (no case: looked for in the texts not all ASCII, as written; isascii() is a flag of a str)
     odd = [t for t in texts if not t.isascii()]
     for run in CJK_RUN.findall("\n".join(odd)) if odd else ():
-        words.update(CJK_MARK + run[i : i + 2] for i in range(len(run) - 1))
-    # words of one or two characters hold no trigram; a joint of two separators (which no
-    # word holds) gives fewer distinct trigrams across words than one space: a smaller index
-    return "\x1f\x1f".join([w for w in words if len(w) > 2])
+        words.update((CJK_MARK + run[i : i + 2]).encode() for i in range(len(run) - 1))
+    # a joint of two separators (which no run holds) gives fewer distinct trigrams across
+    # runs than one space: a smaller index
+    return b"\x1f\x1f".join(words).decode("utf-8", "surrogatepass")
 
 
 def lowers_to_ascii(raw: bytes) -> bool:

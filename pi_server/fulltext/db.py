@@ -36,7 +36,7 @@ from pi_server.store.cache import HEAD, fingerprint, head_hash
 from pi_server.store.names import from_wire, to_wire
 
 log = logging.getLogger("pi_server")
-FORMAT = "5"  # bumped whenever chunks or their index words change (forget() gives them again)
+FORMAT = "6"  # bumped whenever chunks or their index words change (forget() gives them again)
 STEP_BYTES = 1 << 18  # file bytes read per indexing step (~25 ms: a request or long call arriving meanwhile shares the CPU with it)
 COMMIT_CHARS = 8 << 20  # text per transaction while a batch of steps runs
 # a trigram in more chunks than this share narrows too little to be worth its postings

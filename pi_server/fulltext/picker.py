@@ -27,6 +27,7 @@ from pi_server.fulltext import chunks as ch
 from pi_server.fulltext import codec as cc
 from pi_server.fulltext import pickertext as pt
 from pi_server.fulltext.codec import Codec
+from pi_server.fulltext.query import word_grams
 from pi_server.store.discovery import is_within
 
 FORMAT = "3"
@@ -143,11 +144,10 @@ def _holding(
     if not left:
         return found
     cands: dict[int, list[int]] | None = None
-    # chunks holding all its trigrams may hold it (the index has the trigrams of each
-    # whitespace-separated word: a word of whitespace of any kind is not narrowed so)
-    if len(t) >= 3 and not any(c.isspace() for c in t):
+    grams = word_grams(t)
+    if grams:  # chunks holding all its trigrams may hold it
         cands = {}
-        for cid, fid in _chunks(db, "fts", " AND ".join(_quoted(t[i : i + 3]) for i in range(len(t) - 2))):
+        for cid, fid in _chunks(db, "fts", " AND ".join(map(_quoted, sorted(grams)))):
             if fid in left:
                 cands.setdefault(fid, []).append(cid)
     many = cands is None or sum(map(len, cands.values())) > VERIFY_ROWS

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from pi_server.fulltext.query import runs
 from pi_server.jsutil import js_trim
 from pi_server.store import entry_types as et
 from pi_server.store.scan import MAX_LINE
@@ -23,8 +24,6 @@ HEADER, PLAIN, SCAN = 0, 1, 2  # a file's state: header not seen yet / kept here
 # the ascii tokenizer's words: runs of ASCII letters and digits and anything not ASCII
 # (lower-cased text holds no A-Z, the only characters it folds)
 WORD = re.compile("[0-9a-z\u0080-\U0010ffff]+")
-# the same in UTF-8: every other ASCII byte made a space (twice as fast as WORD.findall)
-_APART = bytes(c if chr(c).isdigit() or "a" <= chr(c) <= "z" or c >= 128 else 32 for c in range(256))
 # a line matters when it may be a message of the user or the assistant, or name the session;
 # a JSON string can spell any of these words with \\u escapes, so such lines are read too
 _MATTERS = re.compile(
@@ -89,4 +88,4 @@ class Reader:
 
 def words(low: str) -> set[str]:
     """The words of lower-cased text, as the word table splits it (WORD)."""
-    return {w.decode("utf-8", "surrogatepass") for w in set(low.encode("utf-8", "surrogatepass").translate(_APART).split())}
+    return {w.decode("utf-8", "surrogatepass") for w in set(runs(low))}  # twice as fast as WORD.findall

@@ -22,6 +22,30 @@ CJK_MARK = "\x01"
 _UNCASED = re.compile(f"[{CJK_CHARS}]+")
 
 
+# a word's runs, as the trigram index and the word table split text: ASCII letters and
+# digits, and anything not ASCII (in UTF-8, every other ASCII byte made a space). A query
+# word found in a text has each of its runs inside one of the text's runs.
+APART = bytes(c if chr(c).isdigit() or "a" <= chr(c) <= "z" or c >= 128 else 32 for c in range(256))
+
+
+def runs(low: str) -> list[bytes]:
+    """The runs of lower-cased text, in UTF-8."""
+    return low.encode("utf-8", "surrogatepass").translate(APART).split()
+
+
+def word_grams(w: str) -> set[str]:
+    """The trigrams the index holds wherever lower-cased `w` is (and two-character CJK
+    runs, indexed as CJK_MARK and the pair)."""
+    out = set()
+    for b in runs(w):
+        r = b.decode("utf-8", "surrogatepass")
+        if len(r) >= MIN_GRAM:
+            out.update(r[i : i + 3] for i in range(len(r) - 2))
+        elif len(r) == 2 and CJK_RUN.fullmatch(r):
+            out.add(CJK_MARK + r)
+    return out
+
+
 class BadQuery(ValueError):
     pass
 
@@ -34,13 +58,10 @@ class Query:
 
     def grams(self) -> set[str]:
         """The trigrams the index must hold for a chunk to match (none: every chunk may)."""
-        out = set()
+        out: set[str] = set()
         for t in self.literals if self.regex else self.terms:
-            for w in t.split():  # the index holds no trigram across words
-                if len(w) >= MIN_GRAM:
-                    out.update(w[i : i + 3] for i in range(len(w) - 2))
-                elif len(w) == 2 and CJK_RUN.fullmatch(w):
-                    out.add(CJK_MARK + w)
+            for w in t.split():  # the index holds no trigram across words, nor across runs
+                out |= word_grams(w)
         return out
 
     def __post_init__(self) -> None:
