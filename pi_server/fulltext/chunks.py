@@ -54,7 +54,8 @@ def index_words(texts: list[str]) -> str:
     """What the trigram index is given for the texts of a chunk: their distinct runs
     (query.py `runs`; a run is a word, or a part of one between punctuation: the parts
     of paths and code repeat far more than the whole), once each."""
-    words = {r for r in runs("\n".join(texts).lower()) if len(r) > 2}  # (bytes: fewer hold no trigram)
+    # (distinct first, in C; then those of three bytes or more: shorter ones hold no trigram)
+    words = {r for r in set(runs("\n".join(texts).lower())) if len(r) > 2}
     # two characters of a CJK run are a term of their own: each pair is given as one trigram
     # (no case: looked for in the texts not all ASCII, as written; isascii() is a flag of a str)
     odd = [t for t in texts if not t.isascii()]
