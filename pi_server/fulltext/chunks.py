@@ -1,16 +1,16 @@
 """A session file's lines as the full-text index keeps them: chunks of consecutive
 entries, each stored as its entries' text (compressed, with where each entry starts)
-and indexed as the set of its lower-cased words.
+and indexed as the set of its lower-cased runs (query.py `runs`).
 
-A chunk's body is a head, a JSON line, followed by the entries' texts joined by newlines (UTF-8). The head holds, column by column (each column alike
-compresses well): the entries' ids, their distinct (type, role) pairs and each entry's
+A chunk's body is a head, a JSON line, followed by the entries' texts joined by newlines
+(UTF-8). The head holds, column by column (each column alike compresses well): the entries' ids, their distinct (type, role) pairs and each entry's
 pair, the gaps between their times, the bytes of each text, and of its lead, the message
 text a searched listing looks in (fulltext/pickertext.py; 0: none). `entries` gives them
 back as `[id, type, role, ms, offset, lead]`. It is compressed (fulltext/codec.py).
 Checking a candidate reads this, never the session file. The index is given each distinct
-whitespace-separated word once: a query is narrowed by the trigrams inside its words
-(never across them), so nothing it asks for is lost, and the trigram tokenizer does a
-fraction of the work.
+run once: a query is narrowed by the trigrams inside its words' runs (never across
+them), so nothing it asks for is lost, and the trigram tokenizer does a fraction of the
+work.
 """
 
 from __future__ import annotations

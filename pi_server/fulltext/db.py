@@ -2,10 +2,11 @@
 
 A session file is indexed in chunks (fulltext/chunks.py): runs of consecutive entries
 whose text is kept compressed in `bodies` (apart from `chunks`, whose small rows are
-read many to a page when matches are mapped to their files) and whose distinct words are a row of a
-contentless trigram FTS5 table without positions. A query narrows to the chunks
-holding every trigram of its words, then checks each entry of those chunks exactly
-against the stored text (terms shorter than a trigram are only checked that way). A
+read many to a page when matches are mapped to their files) and whose distinct runs
+(words, split at punctuation too) are a row of a contentless trigram FTS5 table without
+positions. A query narrows to the chunks holding the trigrams of its words' runs (those
+not in nearly every chunk), then checks each entry of those chunks exactly against the
+stored text (terms shorter than a trigram are only checked that way). A
 file that only grew is indexed from where indexing stopped; one rewritten, replaced or
 deleted has its chunks dropped, and their rows taken out of the FTS table. A database
 that cannot be read, or of another format, is set aside and built anew.

@@ -11,9 +11,9 @@ whitespace, so it never spans two messages: a session has a word when its name h
 or one of its chunks' searched texts does. A query word made of word characters is in
 a text only inside one of its words: the vocabulary names those words and the word
 table the chunks holding them, an exact answer. Other words (punctuation in them, or
-inside too many words) are narrowed by the search index's trigrams (a word of three
-characters or more must have all its trigrams in the chunk) and each chunk it names is
-checked exactly; shorter ones check every chunk of the files still in the running.
+inside too many words) are narrowed by the search index's trigrams (the trigrams of a
+word's runs must all be in the chunk) and each chunk it names is checked exactly; those
+without a trigram check every chunk of the files still in the running.
 """
 
 from __future__ import annotations
