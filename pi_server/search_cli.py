@@ -235,11 +235,17 @@ def _run(args: Any) -> int:
     if res.get("incomplete"):
         more += ", incomplete: the search ran out of time"
     stream = sys.stdout if hits else sys.stderr
-    print(
-        f"({len(hits)} of {total} hits{more})" if hits else f"pi-server: no entry matched {args.query!r}{more}",
-        file=stream,
-    )
+    count = _count(len(hits), total, bool(res.get("totalAtLeast")))
+    print(f"({count}{more})" if hits else f"pi-server: no entry matched {args.query!r}{more}", file=stream)
     return 0
+
+
+def _count(shown: int, total: int, at_least: bool) -> str:
+    """"1 hit", "12 hits", "50 of 302 hits", "50 of 302+ hits" (the server stopped counting
+    past the page), as the editors say it."""
+    of = f"{total}+" if at_least else str(total)
+    noun = "hit" if total == 1 and not at_least else "hits"
+    return f"{of} {noun}" if shown == total and not at_least else f"{shown} of {of} {noun}"
 
 
 def add_parser(sub: Any, count: Any) -> None:

@@ -65,7 +65,18 @@ def test_text_output_one_group_per_hit(store) -> None:
     assert "assistant" in lines[at]
     assert lines[at - 1].startswith("2026-11-30 09:02")  # the entry's time, then the session's title
     assert "»healthcheck«" in lines[at + 1].lower()
-    assert lines[-1].startswith("(") and "hits" in lines[-1]
+    assert lines[-1] == "(1 hit)"
+
+
+def test_the_count_says_what_the_editors_say() -> None:
+    from pi_server.search_cli import _count
+
+    assert [_count(1, 1, False), _count(3, 3, False), _count(2, 7, False), _count(50, 302, True)] == [
+        "1 hit",
+        "3 hits",
+        "2 of 7 hits",
+        "50 of 302+ hits",
+    ]
 
 
 def test_without_a_daemon_the_same_hits(store) -> None:
