@@ -62,3 +62,23 @@ def test_any_substring_is_found_as_a_scan_finds_it(tmp_path: Path) -> None:
         got = search.run(ft, query, 1000, 0, None, None, None)
         assert {h["entryId"] for h in got["hits"]} == want, q
     ft.close()
+
+
+def test_a_chunk_is_marked_when_its_text_lower_cases_to_ascii(tmp_path: Path) -> None:
+    """İ and the Kelvin sign lower-case to ASCII: a chunk holding one is marked when written,
+    and an ASCII query is then checked on the lower-cased text, not its bytes."""
+    from pi_server.fulltext import chunks as ch
+
+    f = tmp_path / "s" / "s.jsonl"
+    ids = write_session(f, ["plain text only", "\u0130stanbul and 5\u212a", "caf\u00e9 ol\u00e9"])
+    g = tmp_path / "s" / "t.jsonl"
+    write_session(g, ["istanbul without the dotted capital"], start_ts=5)
+    ft = FullText(str(tmp_path / "ft.sqlite"))
+    _index(ft, [f, g])
+    ft.flush()
+    marks = [ch.lowers_to_ascii(b) for (b,) in ft.db.execute("SELECT body FROM bodies ORDER BY id")]
+    assert marks == [True, False]
+    got = search.run(ft, parse("i\u0307stanbul"), 10, 0, None, None, None)  # İ lower-cased
+    assert [h["entryId"] for h in got["hits"]] == [ids[1]]
+    assert [h["entryId"] for h in search.run(ft, parse("5k"), 10, 0, None, None, None)["hits"]] == [ids[1]]
+    ft.close()

@@ -37,7 +37,7 @@ from pi_server.store.cache import HEAD, fingerprint, head_hash
 from pi_server.store.names import from_wire, to_wire
 
 log = logging.getLogger("pi_server")
-FORMAT = "6"  # bumped whenever chunks or their index words change (forget() gives them again)
+FORMAT = "7"  # bumped whenever chunks or their index words change (forget() gives them again)
 STEP_BYTES = 1 << 18  # file bytes read per indexing step (~25 ms: a request or long call arriving meanwhile shares the CPU with it)
 COMMIT_CHARS = 8 << 20  # text per transaction while a batch of steps runs
 # a trigram in more chunks than this share narrows too little to be worth its postings
@@ -334,7 +334,7 @@ class FullText:
         head, raw = ch.unpack(row[0], self.codec)
         # bytes are lower-cased ten times faster than str, and alike for an ASCII query; the
         # words of a query in scripts without case (CJK) are looked for in the bytes as they are
-        fast = q.ascii and not ch.lowers_to_ascii(raw)
+        fast = q.ascii and not ch.lowers_to_ascii(row[0])
         as_is = q.uncased
         low = raw if as_is else raw.lower() if fast else ch.decode(raw).lower()
         if not q.chunk_may_match(low):

@@ -167,7 +167,7 @@ class _Texts:
 
     def __init__(self, db: sqlite3.Connection, codec: Codec) -> None:
         self.db, self.codec = db, codec
-        self.read: dict[int, tuple[bytes, list[tuple[int, int]]]] = {}
+        self.read: dict[int, tuple[bytes, bool, list[tuple[int, int]]]] = {}
 
     def holds(self, cid: int, t: str) -> bool:
         got = self.read.get(cid)
@@ -176,9 +176,10 @@ class _Texts:
             if row is None:
                 return False
             head, raw = ch.unpack(row[0], self.codec)
-            got = self.read[cid] = (raw, [(e[4], e[4] + e[5]) for e in ch.entries(head) if e[5]])
-        raw, leads = got
-        if t.isascii() and not ch.lowers_to_ascii(raw):
+            leads = [(e[4], e[4] + e[5]) for e in ch.entries(head) if e[5]]
+            got = self.read[cid] = (raw, ch.lowers_to_ascii(row[0]), leads)
+        raw, odd, leads = got
+        if t.isascii() and not odd:
             # bytes lower-case A-Z alone, and no other character lower-cases to ASCII
             needle = t.encode()
             return any(needle in raw[a:b].lower() for a, b in leads)
