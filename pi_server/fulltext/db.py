@@ -186,11 +186,15 @@ class FullText:
             return
         self._begin()
         self.batch.add(path)
-        picker.forget(self.db, row[0], self.codec)
-        # a contentless table forgets a row given the values it was given
+        listed = picker.listed(self.db, row[0])
+        # each chunk read once, for both tables; a contentless table forgets a row given
+        # the values it was given
         for cid, body in picker.bodies(self.db, row[0]):
-            words = ch.index_words([ch.decode(ch.unpack(body, self.codec)[1])])
-            self.db.execute("INSERT INTO fts(fts, rowid, text) VALUES('delete', ?, ?)", (cid, words))
+            head, raw = ch.unpack(body, self.codec)
+            if listed:
+                picker.drop_words(self.db, cid, head, raw)
+            self.db.execute("INSERT INTO fts(fts, rowid, text) VALUES('delete', ?, ?)", (cid, ch.index_words([ch.decode(raw)])))
+        picker.forget(self.db, row[0], None)
         self.db.execute("DELETE FROM bodies WHERE id IN (SELECT id FROM chunks WHERE file=?)", (row[0],))
         self.db.execute("DELETE FROM chunks WHERE file=?", (row[0],))
         self.db.execute("DELETE FROM files WHERE id=?", (row[0],))

@@ -91,17 +91,27 @@ def bodies(db: sqlite3.Connection, fid: int) -> list[tuple[int, bytes]]:
     return db.execute("SELECT c.id, b.body FROM chunks c JOIN bodies b ON b.id = c.id WHERE c.file=?", (fid,)).fetchall()
 
 
-def forget(db: sqlite3.Connection, fid: int, codec: Codec) -> None:
-    """The file's picker text goes (the file is dropped, or left to the scan): the rows of
-    its chunks leave the word table, before the chunks themselves go."""
+def listed(db: sqlite3.Connection, fid: int) -> bool:
+    """Whether the file's chunks have rows in the word table."""
     row = db.execute("SELECT state FROM picker_files WHERE file=?", (fid,)).fetchone()
-    if row is not None and row[0] != pt.SCAN:
+    return row is not None and row[0] != pt.SCAN
+
+
+def drop_words(db: sqlite3.Connection, cid: int, head: bytes, raw: bytes) -> None:
+    """A chunk's row leaves the word table (a contentless table forgets a row given the
+    text it was added with)."""
+    words = ch.listed_words(head, raw)
+    if words:
+        db.execute("INSERT INTO picker_words(picker_words, rowid, text) VALUES('delete', ?, ?)", (cid, " ".join(words)))
+
+
+def forget(db: sqlite3.Connection, fid: int, codec: Codec | None) -> None:
+    """The file's picker text goes (the file is dropped, or left to the scan): the rows of
+    its chunks leave the word table, before the chunks themselves go (`codec` None: the
+    caller, reading the chunks for its own table, dropped them with `drop_words`)."""
+    if codec is not None and listed(db, fid):
         for cid, body in bodies(db, fid):
-            words = ch.listed_words(*ch.unpack(body, codec))
-            if words:  # a contentless table forgets a row given the text it was added with
-                db.execute(
-                    "INSERT INTO picker_words(picker_words, rowid, text) VALUES('delete', ?, ?)", (cid, " ".join(words))
-                )
+            drop_words(db, cid, *ch.unpack(body, codec))
     db.execute("DELETE FROM picker_files WHERE file=?", (fid,))
 
 
